@@ -276,6 +276,13 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 			{Label: "C/B", Numeric: true, Tooltip: "candidate / baseline, with its interval"}, {Label: "floor", Numeric: true, Tooltip: "the factor a change had to reach: effect floor, noise floor (the baseline's own runs) or the default for one run"},
 			{Label: "impact", Numeric: true, Tooltip: "time added per run: mean change × calls, or for the tail p95 change × 5% of calls" + ruledImpact(rep)},
 			{Label: "calls C", Numeric: true}, {Label: "query"}}}
+	// With the noise measured, the next run's interval and the smallest
+	// change told beside the change's, as in the text (issue 76).
+	resolved := rep.Resolution != nil
+	if resolved {
+		t.Columns = slices.Insert(t.Columns, 3, resolvedColumns("")...)
+		s.Notes = append(ResolutionLines(rep), ResolvedLegend...)
+	}
 	rows := func(fps []string, class string) []htmlreport.Row {
 		var out []htmlreport.Row
 		for i, fp := range fps {
@@ -288,13 +295,17 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 			if q.Status == compare.StatusTailRegressed {
 				what += " (tail)"
 			}
-			out = append(out, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
+			cells := []htmlreport.Cell{
 				htmlreport.Num(strconv.Itoa(i+1), float64(i+1)), htmlreport.Text(what),
 				effectCell(q, q.Regressed), htmlreport.Num(floorText(e, rep.Settings.MinEffect), e.Floor),
 				htmlreport.Num(fmtSignedTotal(q.ImpactMS), q.ImpactMS),
 				htmlreport.Num(strconv.FormatInt(q.Candidate.Calls, 10), float64(q.Candidate.Calls)),
 				queryCell(fp, q.Query, pageQueryWidth),
-			}})
+			}
+			if resolved {
+				cells = slices.Insert(cells, 3, resolvedCells(q, q.Regressed)...)
+			}
+			out = append(out, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: cells})
 		}
 		return out
 	}
@@ -340,6 +351,36 @@ func effectCell(q *compare.QueryDiff, m compare.Metric) htmlreport.Cell {
 	return c
 }
 
+// resolvedColumns are the columns "next run" and "can tell" of a
+// comparison whose noise is measured, their labels after prefix ("mean "
+// or ""), their tooltips the text legend's words.
+func resolvedColumns(prefix string) []htmlreport.Column {
+	return []htmlreport.Column{{Label: prefix + "next run", Numeric: true, Tooltip: nextRunWords + "; " + verdictIntervalWords},
+		{Label: prefix + "can tell", Numeric: true, Tooltip: canTellWords}}
+}
+
+// resolvedCells are a query's next-run interval of metric m and the
+// smallest change of it its rounds could tell, as the text shows them;
+// "-" for none.
+func resolvedCells(q *compare.QueryDiff, m compare.Metric) []htmlreport.Cell {
+	var e *compare.Effect
+	if q.Effects != nil {
+		e = q.Effects.Of(m)
+	}
+	if e == nil {
+		return []htmlreport.Cell{htmlreport.Num("-", 0), htmlreport.Num("-", 0)}
+	}
+	// Sorted by a key rounded far below what is shown, so that a last
+	// bit of floating point does not move the page.
+	key := func(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+	next := htmlreport.Num(fmtNextRun(e), 0)
+	if e.NextRun != nil {
+		next.Sort = key(e.NextRun.High)
+	}
+	next.Class = "ci"
+	return []htmlreport.Cell{next, htmlreport.Num(fmtDetectable(e.MinDetectable), key(e.MinDetectable))}
+}
+
 // queryCell shows a query's text, its parameters in order, shortened,
 // with its fingerprint and full text on hover.
 func queryCell(fp, q string, width int) htmlreport.Cell {
@@ -359,6 +400,7 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 		runs[1] = rep.Candidate.RunCount()
 	}
 	t := &htmlreport.SimpleTable{Head: []string{"", "baseline", "candidate", "C/B (interval)", "floor"}}
+	rowMetric := map[int]compare.Metric{} // the rows of the latency figures
 	cell := func(f *compare.Figures, side int, get func(*compare.Figures) string) string {
 		if f == nil {
 			return "-"
@@ -392,6 +434,7 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 			name = "mean (" + LevelName(q.Levels.Judged) + ")"
 		}
 		r := []string{name, cell(q.Baseline, 0, get(0)), cell(q.Candidate, 1, get(1)), "", ""}
+		rowMetric[len(t.Rows)] = m
 		if q.Effects != nil {
 			e := q.Effects.Of(m)
 			r[3], r[4] = fmtEffect(e), floorText(e, rep.Settings.MinEffect)
@@ -410,6 +453,19 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 		for _, m := range compare.WorkMetrics {
 			e := w.Of(m)
 			t.Rows = append(t.Rows, []string{WorkMetricName(m) + "/call", fmtPerCall(m, e.Baseline), fmtPerCall(m, e.Candidate), fmtWorkEffect(e), fmtFactor(e.Floor)})
+		}
+	}
+	if rep.Resolution != nil && q.Effects != nil && !one {
+		// The next run's interval and the smallest change told, beside
+		// the change's, as in the text.
+		t.Head = slices.Insert(t.Head, 4, "next run", "can tell")
+		for i := range t.Rows {
+			add := []string{"", ""}
+			if m, ok := rowMetric[i]; ok {
+				e := q.Effects.Of(m)
+				add = []string{fmtNextRun(e), fmtDetectable(e.MinDetectable)}
+			}
+			t.Rows[i] = slices.Insert(t.Rows[i], 4, add...)
 		}
 	}
 	d.Table = t
@@ -852,6 +908,16 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 		{Label: "impact", Numeric: true, Tooltip: "time a regression adds per run: (mean C − mean B) × calls C; for a tail regression, (p95 C − p95 B) × 5% of calls C" + ruledImpact(rep) + "; - for a query that is not a regression"},
 		{Label: "errors B/C", Numeric: true, Tooltip: "errors in the baseline / in the candidate"},
 		{Label: "query", Tooltip: "hover for the fingerprint"}}
+	resolved := rep.Resolution != nil
+	if resolved {
+		// The mean's C/B followed by its next run's interval and the
+		// smallest change told (issue 76), the legend's words under the
+		// units; the p95's are in a row's detail, for the table to fit
+		// a 1280-pixel window (TestBrowserRunsFit; its numeric headers
+		// wrap for it).
+		t.Columns = slices.Insert(t.Columns, 5, resolvedColumns("mean ")...)
+		s.Text = append(s.Text, ResolvedLegend...)
+	}
 	runs := [2]int{rep.Baseline.RunCount(), rep.Candidate.RunCount()}
 	for i := range rep.Queries {
 		q := &rep.Queries[i]
@@ -895,13 +961,17 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 		}
 		st := htmlreport.Text(status)
 		st.Title = strings.Join(QueryNotes(rep, q), "; ")
-		t.Rows = append(t.Rows, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
+		cells := []htmlreport.Cell{
 			st, htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
 			spreadCell(b.MeanMS, b.TimedCalls, spreadOf(b, compare.MetricMean), runs[0]), spreadCell(c.MeanMS, c.TimedCalls, spreadOf(c, compare.MetricMean), runs[1]), mean,
 			spreadCell(b.P95MS, b.TimedCalls, spreadOf(b, compare.MetricP95), runs[0]), spreadCell(c.P95MS, c.TimedCalls, spreadOf(c, compare.MetricP95), runs[1]), p95,
 			impact,
 			htmlreport.Num(strconv.FormatInt(b.Errors, 10)+"/"+strconv.FormatInt(c.Errors, 10), float64(c.Errors-b.Errors)),
-			queryCell(q.Fingerprint, q.Query, 60)}})
+			queryCell(q.Fingerprint, q.Query, 60)}
+		if resolved {
+			cells = slices.Insert(cells, 5, resolvedCells(q, compare.MetricMean)...)
+		}
+		t.Rows = append(t.Rows, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: cells})
 	}
 	s.Tables = []htmlreport.Table{t}
 	return s

@@ -131,17 +131,54 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 	if len(rep.RegressionsByAddedTime) > 0 && top > 0 {
 		ew.printf("\n%s\n", legend)
 		if resolved {
-			ew.printf("%s\n", legendResolved)
+			for _, l := range ResolvedLegend {
+				ew.printf("%s\n", wrapWords(l, legendWidth))
+			}
 		}
 	}
 	return ew.err
 }
 
-// legendResolved explains the columns of a comparison whose noise is
-// measured (Report.Resolution).
-const legendResolved = `next run: where the application's next run of a round's length would put C/B (a predictive interval: the
-mean's widened by the rounds' own spread); the verdict judges the mean's interval, never this one.
-can tell: the smallest change of the figure these rounds tell from none at the level judged, 80% of the time.`
+// The words for the columns of a comparison whose noise is measured
+// (Report.Resolution), one place for the text's legend and the page's
+// (ResolvedLegend), tooltips included.
+const (
+	nextRunWords = "where the application's next run of a round's length would put C/B (a predictive interval: the mean's widened by the rounds' own spread)"
+	// verdictIntervalWords says which interval the verdict judges.
+	verdictIntervalWords = "the verdict judges the mean's interval, never this one"
+	canTellWords         = "the smallest change of the figure these rounds tell from none at the level judged, 80% of the time"
+)
+
+// ResolvedLegend explains the columns "next run" and "can tell", a
+// sentence each; the first says which interval the verdict judges.
+var ResolvedLegend = []string{
+	"next run: " + nextRunWords + "; " + verdictIntervalWords + ".",
+	"can tell: " + canTellWords + ".",
+}
+
+// legendWidth is the width the text's legend wraps at.
+const legendWidth = 110
+
+// wrapWords breaks s at spaces into lines of at most width characters
+// (a word longer than width has a line of its own).
+func wrapWords(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case n+1+len(w) > width:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
 
 // fmtNextRun is a figure's next-run interval, "1.39-3.66"; "-" without.
 func fmtNextRun(e *compare.Effect) string {
@@ -167,9 +204,24 @@ func fmtDetectable(f float64) string {
 // writeResolution writes the smallest change the rounds could tell, for
 // the run: nothing without the noise measured.
 func writeResolution(ew *errWriter, rep *compare.Report) {
+	lines := ResolutionLines(rep)
+	if len(lines) == 0 {
+		return
+	}
+	ew.printf("\n")
+	for _, l := range lines {
+		ew.printf("%s\n", l)
+	}
+}
+
+// ResolutionLines say the smallest change the rounds could tell from
+// none, for the run, and the tightest rules an identical candidate would
+// pass with them, a line each; none without the noise measured
+// (Report.Resolution). The text and the page show the same lines.
+func ResolutionLines(rep *compare.Report) []string {
 	r := rep.Resolution
 	if r == nil {
-		return
+		return nil
 	}
 	var parts []string
 	if r.MeanManyCalls > 1 || r.P95ManyCalls > 1 {
@@ -179,14 +231,15 @@ func writeResolution(ew *errWriter, rep *compare.Report) {
 		parts = append(parts, fmt.Sprintf("mean %s, p95 %s for the median of the %d %s judged", fmtDetectable(r.MeanMedian), fmtDetectable(r.P95Median), r.Queries, plural(r.Queries, "query", "queries")))
 	}
 	if len(parts) == 0 {
-		return
+		return nil
 	}
-	ew.printf("\nSmallest change these rounds could tell from none (%.0f%% of the time, at the %s%% level judged): %s\n",
-		100*r.Power, strconv.FormatFloat(math.Round(1000*r.Level)/10, 'f', -1, 64), strings.Join(parts, "; "))
+	lines := []string{fmt.Sprintf("Smallest change these rounds could tell from none (%.0f%% of the time, at the %s%% level judged): %s",
+		100*r.Power, strconv.FormatFloat(math.Round(1000*r.Level)/10, 'f', -1, 64), strings.Join(parts, "; "))}
 	if r.MeanClears > 1 && r.P95Clears > 1 {
-		ew.printf("Tightest rules an identical candidate would pass %.0f%% of the time with these rounds: mean>+%s (needed by %s), p95>+%s (needed by %s)\n",
-			100*r.Power, clearsPct(r.MeanClears), r.MeanClearsBy, clearsPct(r.P95Clears), r.P95ClearsBy)
+		lines = append(lines, fmt.Sprintf("Tightest rules an identical candidate would pass %.0f%% of the time with these rounds: mean>+%s (needed by %s), p95>+%s (needed by %s)",
+			100*r.Power, clearsPct(r.MeanClears), r.MeanClearsBy, clearsPct(r.P95Clears), r.P95ClearsBy))
 	}
+	return lines
 }
 
 // clearsPct is a threshold factor as a rule's percentage, rounded up:

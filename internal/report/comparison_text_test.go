@@ -101,6 +101,24 @@ func TestComparisonWarnings(t *testing.T) {
 // -update rewrites it). One run a side shows none of it
 // (TestRoundTripsText's golden).
 func TestResolutionText(t *testing.T) {
+	rep := resolvedComparison(t)
+	var b strings.Builder
+	if err := WriteComparisonDetails(&b, rep, 10); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"next run", "can tell", "Smallest change these rounds could tell from none (80% of the time, at the 90% level judged)", "the verdict judges the mean's interval", "Tightest rules an identical candidate would pass 80% of the time with these rounds: mean>+"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	goldentest.Check(t, filepath.Join("testdata", "resolution.golden"), out)
+}
+
+// resolvedComparison is three rounds a side, the noise measured: "slow"
+// 3x slower, "busy" about as fast.
+func resolvedComparison(t *testing.T) *compare.Report {
+	t.Helper()
 	var base, cand []*compare.Run
 	for i, f := range []float64{1, 1.04, 0.97} {
 		rows := []map[string]any{row("slow", 200, 10*f, 14*f), row("busy", 5000, 0.2*(2-f), 0.4*(2-f))}
@@ -115,17 +133,7 @@ func TestResolutionText(t *testing.T) {
 	if rep.Resolution == nil || !rep.Noise.Measured {
 		t.Fatalf("resolution %+v, noise %+v", rep.Resolution, rep.Noise)
 	}
-	var b strings.Builder
-	if err := WriteComparisonDetails(&b, rep, 10); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{"next run", "can tell", "Smallest change these rounds could tell from none (80% of the time, at the 90% level judged)", "the verdict judges the mean's interval", "Tightest rules an identical candidate would pass 80% of the time with these rounds: mean>+"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no %q in:\n%s", want, out)
-		}
-	}
-	goldentest.Check(t, filepath.Join("testdata", "resolution.golden"), out)
+	return rep
 }
 
 // TestUndecidedReach: a rehearsal left undecided by a rule on the mean

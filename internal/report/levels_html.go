@@ -37,7 +37,11 @@ func levelsSection(rep *compare.Report) (htmlreport.Section, bool) {
 		q := rep.Query(fp)
 		row := htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{htmlreport.Text(StatusText(q.Status))}}
 		for _, c := range LevelsRow(q) {
-			row.Cells = append(row.Cells, htmlreport.Text(c))
+			// A figure with its interval wraps at its spaces, for the
+			// table to fit a 1280-pixel window (TestReportIdenticalReplays).
+			cell := htmlreport.Text(c)
+			cell.Class = htmlreport.ClassFigure
+			row.Cells = append(row.Cells, cell)
 		}
 		row.Cells = append(row.Cells, queryCell(q.Fingerprint, q.Query, pageQueryWidth))
 		if q.Status.Regression() {
