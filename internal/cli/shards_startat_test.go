@@ -49,7 +49,8 @@ func TestShardsStartAtDefaultSync(t *testing.T) {
 		!strings.Contains(strings.Join(sy.Notes, "; "), "a coordination database keeps it across shards") {
 		t.Errorf("merged sync %+v: want the object mode within shards, with the note why", sy)
 	} else {
-		t.Logf("merged sync: %d waited, %d timeouts, %d deadlocks", sy.Waited, sy.Timeouts, sy.Deadlocks)
+		t.Logf("merged sync: %d waited, %d timeouts, %d deadlocks; %d statements run again (a relation another shard creates missing); statements %+v",
+			sy.Waited, sy.Timeouts, sy.Deadlocks, m.Sessions.CreatedElsewhereRetries, m.Statements)
 	}
 	// The same statements read; how they ran may differ (a shard does
 	// not follow the others' writes).
