@@ -114,8 +114,9 @@ type Class struct {
 	// Queue: whether the statement is a job-queue poll whose pollers
 	// wait for each other.
 	Queue QueueShape
-	// Creates names the role or database a CREATE ROLE (or USER, or
-	// GROUP) or CREATE DATABASE makes: "role:NAME", "db:NAME".
+	// Creates names the role, database or relation a CREATE ROLE (or
+	// USER, or GROUP), CREATE DATABASE or CREATE TABLE (VIEW, SEQUENCE,
+	// TABLE AS) makes: "role:NAME", "db:NAME", "rel:NAME".
 	Creates string
 
 	// funcNames: Funcs' names without schema (see FuncNames).

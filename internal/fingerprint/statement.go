@@ -253,14 +253,28 @@ func waits(clauses []*pg_query.Node) bool {
 	return false
 }
 
-// createdOf names the role or database n creates ("role:NAME",
-// "db:NAME"), "" for other statements.
+// createdOf names the role, database or relation n creates
+// ("role:NAME", "db:NAME", "rel:NAME": a table, view, materialized view
+// or sequence, without its schema, as the server's "relation does not
+// exist" names it when unqualified), "" for other statements.
 func createdOf(n *pg_query.Node) string {
+	var rv *pg_query.RangeVar
 	switch x := n.GetNode().(type) {
 	case *pg_query.Node_CreateRoleStmt:
 		return "role:" + x.CreateRoleStmt.GetRole()
 	case *pg_query.Node_CreatedbStmt:
 		return "db:" + x.CreatedbStmt.GetDbname()
+	case *pg_query.Node_CreateStmt:
+		rv = x.CreateStmt.GetRelation()
+	case *pg_query.Node_CreateTableAsStmt:
+		rv = x.CreateTableAsStmt.GetInto().GetRel()
+	case *pg_query.Node_ViewStmt:
+		rv = x.ViewStmt.GetView()
+	case *pg_query.Node_CreateSeqStmt:
+		rv = x.CreateSeqStmt.GetSequence()
+	}
+	if rv.GetRelname() != "" && rv.GetRelpersistence() != "t" {
+		return "rel:" + rv.GetRelname()
 	}
 	return ""
 }

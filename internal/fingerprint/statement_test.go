@@ -25,6 +25,12 @@ func TestStatementClass(t *testing.T) {
 		{"MERGE INTO t USING u ON t.id = u.id WHEN MATCHED THEN DELETE", "kind=5 plain=false queue=0 creates= funcs=[]"},
 		{"CREATE ROLE app LOGIN", "kind=0 plain=false queue=0 creates=role:app funcs=[]"},
 		{"CREATE DATABASE shop", "kind=0 plain=false queue=0 creates=db:shop funcs=[]"},
+		{"CREATE TABLE app.notes (id int)", "kind=0 plain=false queue=0 creates=rel:notes funcs=[]"},
+		{"CREATE TABLE IF NOT EXISTS t AS SELECT 1", "kind=0 plain=false queue=0 creates=rel:t funcs=[]"},
+		{"CREATE MATERIALIZED VIEW mv AS SELECT 1", "kind=0 plain=false queue=0 creates=rel:mv funcs=[]"},
+		{"CREATE VIEW v AS SELECT 1", "kind=0 plain=false queue=0 creates=rel:v funcs=[]"},
+		{"CREATE SEQUENCE s", "kind=0 plain=false queue=0 creates=rel:s funcs=[]"},
+		{"CREATE TEMP TABLE tt (id int)", "kind=0 plain=false queue=0 creates= funcs=[]"},
 	} {
 		cl, err := Statement(c.q)
 		if err != nil {

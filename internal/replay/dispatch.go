@@ -323,6 +323,10 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 	}
 	if ev.IsExecution() && !ev.Failed {
 		for _, name := range CreatedBy(ev.Query) {
+			if strings.HasPrefix(name, "rel:") {
+				// Only logins wait for a creation (createdBy).
+				continue
+			}
 			if d.creates == nil {
 				d.creates = map[string]dep{}
 			}

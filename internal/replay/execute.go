@@ -2,10 +2,12 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 	"unsafe"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
@@ -142,7 +144,11 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 	if r.opts.DryRun {
 		return latency, te, false, false, true
 	}
+	piped := s.w.piped
 	latency, seq, err := s.exec(ev, issued)
+	if err != nil && !ev.Failed && !piped {
+		latency, seq, err = s.awaitCreatedElsewhere(ev, latency, seq, err)
+	}
 	delayed = s.delayedSeq.Load() == seq
 	s.forgetDeallocated(items, ev.Query, err != nil)
 	if err != nil && r.hardDone.Load() {
@@ -188,6 +194,74 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 	}
 	s.blame(&te, failed, ev)
 	return latency, te, failed, delayed, true
+}
+
+// awaitCreatedElsewhere runs ev again while it fails only because a
+// relation it names does not exist yet on the target, when the log
+// creates that relation in a session this replay does not run (another
+// shard's, Options.CreatedElsewhere), which a shard without a
+// coordination database does not wait for (issue 77: one shard of the
+// mixed workload exited 3 on 42P01, a table another shard creates). Only
+// a statement that ran outside a transaction block is run again (the
+// failure rolled back all it did); each attempt polls the target, with a
+// backoff, within ConnectTimeout. It returns the last attempt's outcome.
+func (s *session) awaitCreatedElsewhere(ev *event.Event, latency time.Duration, seq int64, err error) (time.Duration, int64, error) {
+	r := s.r
+	ce := r.opts.CreatedElsewhere
+	if ce == nil {
+		return latency, seq, err
+	}
+	if w := ev.Wire(); w != nil && (w.Fetch || w.FunctionOID != 0) {
+		return latency, seq, err
+	}
+	since := time.Now()
+	backoff := 20 * time.Millisecond
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42P01" || s.conn.IsClosed() || s.conn.TxStatus() != 'I' {
+			return latency, seq, err
+		}
+		name, ok := missingRelation(pgErr.Message)
+		left := r.opts.ConnectTimeout - time.Since(since)
+		if !ok || !ce("rel:"+name) || left <= 0 || r.stopped() {
+			return latency, seq, err
+		}
+		if t == nil {
+			t = time.NewTimer(min(backoff, left))
+		} else {
+			t.Reset(min(backoff, left))
+		}
+		s.block(func() {
+			select {
+			case <-t.C:
+			case <-r.stopCh:
+			}
+		})
+		backoff = min(2*backoff, time.Second)
+		r.c.createdRetries.Add(1)
+		latency, seq, err = s.exec(ev, time.Now())
+	}
+}
+
+// missingRelation returns the name, without its schema, of the relation
+// a 42P01's message says does not exist (`relation "app.t" does not
+// exist`).
+func missingRelation(msg string) (string, bool) {
+	const head, tail = `relation "`, `" does not exist`
+	if !strings.HasPrefix(msg, head) || !strings.HasSuffix(msg, tail) {
+		return "", false
+	}
+	name := msg[len(head) : len(msg)-len(tail)]
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return name, name != ""
 }
 
 // ran lets the sessions waiting for an event whose Step is step go on,

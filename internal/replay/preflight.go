@@ -316,8 +316,27 @@ func CreatedBy(sql string) []string {
 }
 
 func startsWithCreate(sql string) bool {
-	sql = strings.TrimLeft(sql, " \t\r\n(")
-	return len(sql) >= 6 && strings.EqualFold(sql[:6], "create")
+	for {
+		sql = strings.TrimLeft(sql, " \t\r\n(")
+		switch {
+		case strings.HasPrefix(sql, "--"):
+			// A migration's comment line before its first CREATE.
+			i := strings.IndexByte(sql, '\n')
+			if i < 0 {
+				return false
+			}
+			sql = sql[i+1:]
+			continue
+		case strings.HasPrefix(sql, "/*"):
+			i := strings.Index(sql, "*/")
+			if i < 0 {
+				return false
+			}
+			sql = sql[i+2:]
+			continue
+		}
+		return len(sql) >= 6 && strings.EqualFold(sql[:6], "create")
+	}
 }
 
 // createdNames returns the roles ("role:NAME") and databases ("db:NAME")

@@ -74,7 +74,10 @@ type counters struct {
 	skipped                        [len(skipReasons)]atomic.Int64 // by skipIndex
 
 	sessions, open, reconnects, connectFailed, connectRetries atomic.Int64
-	connectFailedAlike                                        atomic.Int64
+	// createdRetries: statements run again, a relation another shard
+	// creates not there yet (awaitCreatedElsewhere).
+	createdRetries     atomic.Int64
+	connectFailedAlike atomic.Int64
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 	answered, answerDiffers                           atomic.Int64
@@ -300,6 +303,7 @@ func (c *counters) fill(res *results.Result) {
 	res.Sessions.Reconnects = c.reconnects.Load()
 	res.Sessions.ConnectFailed = c.connectFailed.Load()
 	res.Sessions.ConnectRetries = c.connectRetries.Load()
+	res.Sessions.CreatedElsewhereRetries = c.createdRetries.Load()
 	res.Sessions.ConnectFailedAsOriginal = c.connectFailedAlike.Load()
 	res.Outcomes = results.Outcomes{
 		Ran:                  c.ran.Load(),

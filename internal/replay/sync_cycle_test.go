@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -282,6 +283,88 @@ func TestConnectWaitsForCreatedElsewhere(t *testing.T) {
 			t.Errorf("created elsewhere: %d connections failed, %d retries, %d statements run; want 0, some, 1", ss.ConnectFailed, ss.ConnectRetries, res.Statements.Executed)
 		case !elsewhere && (ss.ConnectFailed != 1 || res.Statements.Executed != 0):
 			t.Errorf("created nowhere: %d connections failed, %d statements run; want 1 and 0", ss.ConnectFailed, res.Statements.Executed)
+		}
+	}
+}
+
+// TestStatementWaitsForRelationCreatedElsewhere: a statement outside a
+// transaction block that reads a table another process's session
+// creates (another shard's, Options.CreatedElsewhere) is run again while
+// the target says the table does not exist, and runs once it does;
+// without that, or inside a block, the failure stands (issue 77: a shard
+// of the mixed workload without a coordination database exited 3 on
+// 42P01).
+func TestStatementWaitsForRelationCreatedElsewhere(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		elsewhere bool
+		inBlock   bool
+		failed    int64
+	}{
+		{"created elsewhere", true, false, 0},
+		{"created nowhere", false, false, 1},
+		{"inside a block", true, true, 1},
+	} {
+		var l testLog
+		s := l.session("postgres", "postgres", 0)
+		if tc.inBlock {
+			s.query(10*ms, ms, "BEGIN")
+		}
+		s.query(20*ms, ms, "SELECT count(*) FROM app.later_t")
+		if tc.inBlock {
+			s.query(30*ms, ms, "ROLLBACK")
+		}
+		s.disconnect(50 * ms)
+		path := l.write(t)
+		pgclustertest.Exec(t, c, "postgres", "DROP SCHEMA IF EXISTS app CASCADE", "CREATE SCHEMA app")
+		opts := Options{Target: c.DSN("postgres"), Speed: 1}
+		created := make(chan struct{})
+		if tc.elsewhere {
+			opts.CreatedElsewhere = func(name string) bool { return name == "rel:later_t" }
+		}
+		go func() {
+			defer close(created)
+			// Another shard's CREATE TABLE, later on the target than
+			// the log's order.
+			time.Sleep(300 * ms)
+			pgclustertest.Exec(t, c, "postgres", "CREATE TABLE app.later_t (id int)")
+		}()
+		res := replayFile(t, path, opts)
+		<-created
+		st, ss := res.Statements, res.Sessions
+		t.Logf("%s: statements %+v, %d run again", tc.name, st, ss.CreatedElsewhereRetries)
+		if st.Failed != tc.failed {
+			t.Errorf("%s: %d failed, want %d", tc.name, st.Failed, tc.failed)
+		}
+		if retried := ss.CreatedElsewhereRetries > 0; retried != (tc.failed == 0) {
+			t.Errorf("%s: %d statements run again", tc.name, ss.CreatedElsewhereRetries)
+		}
+	}
+}
+
+func TestMissingRelation(t *testing.T) {
+	for _, c := range []struct {
+		msg, name string
+		ok        bool
+	}{
+		{`relation "t" does not exist`, "t", true},
+		{`relation "app.later_t" does not exist`, "later_t", true},
+		{`column "t" does not exist`, "", false},
+	} {
+		if name, ok := missingRelation(c.msg); name != c.name || ok != c.ok {
+			t.Errorf("%q: %q %v, want %q %v", c.msg, name, ok, c.name, c.ok)
+		}
+	}
+	for q, want := range map[string][]string{
+		"-- accounts\nCREATE TABLE a (id int);\nCREATE TABLE b (id int)": {"rel:a", "rel:b"},
+		"/* x */ create role r": {"role:r"},
+		"SELECT 1 -- CREATE":    nil,
+		"-- only a comment":     nil,
+	} {
+		if got := CreatedBy(q); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("CreatedBy(%q) = %v, want %v", q, got, want)
 		}
 	}
 }

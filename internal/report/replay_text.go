@@ -89,6 +89,9 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	if ss.ConnectRetries > 0 {
 		fmt.Fprintf(&b, " (%d connection attempts retried: listen queue full)", ss.ConnectRetries)
 	}
+	if ss.CreatedElsewhereRetries > 0 {
+		fmt.Fprintf(&b, " (%d statements run again: a relation another shard creates did not exist yet)", ss.CreatedElsewhereRetries)
+	}
 	b.WriteString("\n")
 	if res.Lag != nil {
 		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms", res.Lag.P50, res.Lag.P99, res.Lag.Max)

@@ -330,6 +330,7 @@ func addSessions(a, b SessionCounts) SessionCounts {
 		Reconnects:              a.Reconnects + b.Reconnects,
 		ConnectFailed:           a.ConnectFailed + b.ConnectFailed,
 		ConnectRetries:          a.ConnectRetries + b.ConnectRetries,
+		CreatedElsewhereRetries: a.CreatedElsewhereRetries + b.CreatedElsewhereRetries,
 		ConnectFailedAsOriginal: a.ConnectFailedAsOriginal + b.ConnectFailedAsOriginal,
 	}
 	byKey := map[ConnectFailure]int64{}

@@ -646,6 +646,11 @@ type SessionCounts struct {
 	// ConnectRetries counts connection attempts refused because the
 	// server's listen queue was full and tried again.
 	ConnectRetries int64 `json:"connect_retries,omitempty"`
+	// CreatedElsewhereRetries counts statement attempts that failed
+	// because a relation the log creates in another shard's session did
+	// not exist yet on the target, and were run again (a shard without a
+	// coordination database does not wait for other shards' commits).
+	CreatedElsewhereRetries int64 `json:"created_elsewhere_retries,omitempty"`
 	// ConnectFailedAsOriginal counts sessions that failed to connect on
 	// the target as they had in the original; not in ConnectFailed.
 	ConnectFailedAsOriginal int64 `json:"connect_failed_as_original,omitempty"`
