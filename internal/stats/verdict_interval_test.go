@@ -95,6 +95,9 @@ func welchTrimDesign(x, y []float64, alpha float64) (float64, float64, bool) {
 type verdictCase struct {
 	sigma, ratio, drift float64
 	outlier             bool
+	// maxSide is the budget's rounds a side; 0 means the default, 8
+	// (three, then five added pairs).
+	maxSide int
 }
 
 // sequentialVerdict runs one rehearsal of design d against rule
@@ -102,7 +105,11 @@ type verdictCase struct {
 // budget; above reports whether any look's interval lay above 1 (a
 // change claimed).
 func sequentialVerdict(r *rand.Rand, d verdictDesign, c verdictCase, thr float64) (verdict int, above bool) {
-	const first, maxSide, alpha = 3, 8, 0.10
+	const first, alpha = 3, 0.10
+	maxSide := 8
+	if c.maxSide > 0 {
+		maxSide = c.maxSide
+	}
 	var x, y []float64
 	t := 0.0
 	round := func(level float64) float64 {
@@ -193,6 +200,13 @@ func TestVerdictIntervalDesigns(t *testing.T) {
 		row{"A/A σ=0.05 drift 0.01/round +10%", verdictCase{sigma: 0.05, ratio: 1, drift: 0.01}, 1.10},
 		row{"A/A σ=0.05 drift 0.03/round +10%", verdictCase{sigma: 0.05, ratio: 1, drift: 0.03}, 1.10},
 		row{"A/A σ=0.05 outlier round +10%", verdictCase{sigma: 0.05, ratio: 1, outlier: true}, 1.10})
+	// A larger budget: twelve rounds a side (nine added pairs, each
+	// look at 0.10/9).
+	rows = append(rows,
+		row{"A/A σ=0.05 budget 12 +10%", verdictCase{sigma: 0.05, ratio: 1, maxSide: 12}, 1.10},
+		row{"A/A σ=0.08 budget 12 +10%", verdictCase{sigma: 0.08, ratio: 1, maxSide: 12}, 1.10},
+		row{"A/A σ=0.10 budget 12 +20%", verdictCase{sigma: 0.10, ratio: 1, maxSide: 12}, 1.20},
+		row{"1.2x σ=0.10 budget 12 +10%", verdictCase{sigma: 0.10, ratio: 1.2, maxSide: 12}, 1.10})
 	for _, ratio := range []float64{1.2, 1.5, 2} {
 		rows = append(rows, row{fmt.Sprintf("%.1fx σ=0.10 +10%%", ratio), verdictCase{sigma: 0.10, ratio: ratio}, 1.10})
 	}
@@ -209,10 +223,14 @@ func TestVerdictIntervalDesigns(t *testing.T) {
 	// Sampling tolerance: four binomial standard errors at 10%.
 	tol := 4 * math.Sqrt(0.1*0.9/float64(trials))
 	for _, d := range designs {
-		for _, s := range []string{"A/A σ=0.03 +10%", "A/A σ=0.05 +10%", "A/A σ=0.10 +10%", "A/A σ=0.05 drift 0.01/round +10%"} {
+		for _, s := range []string{"A/A σ=0.03 +10%", "A/A σ=0.05 +10%", "A/A σ=0.10 +10%", "A/A σ=0.05 drift 0.01/round +10%", "A/A σ=0.05 budget 12 +10%"} {
 			if v := got[s][d.name]; v.above > 0.10+tol || v.fail > 0.01 {
 				t.Errorf("%s, %s: %.3f claimed changed (nominal 0.10), %.3f FAIL", s, d.name, v.above, v.fail)
 			}
+		}
+		// An outlier round never makes an identical candidate FAIL.
+		if v := got["A/A σ=0.05 outlier round +10%"][d.name]; v.fail > 0.01 {
+			t.Errorf("%s: an outlier round FAILs an identical candidate in %.3f", d.name, v.fail)
 		}
 		if v := got["1.5x σ=0.10 +10%"][d.name]; v.fail < got["1.5x σ=0.10 +10%"]["rank"].fail-tol {
 			t.Errorf("%s catches a 1.5x in %.3f, the rank interval in %.3f", d.name, v.fail, got["1.5x σ=0.10 +10%"]["rank"].fail)
