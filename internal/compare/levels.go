@@ -179,6 +179,12 @@ func (c *comparer) levelTime(l Level, bv, kv []float64, noise float64) *LevelTim
 	lt := &LevelTime{Level: l, BaselineRunsMS: bv, CandidateRunsMS: kv, BaselineMS: stats.Median(bv), CandidateMS: stats.Median(kv)}
 	lt.Mean = effectOf(stats.Effect(bv, kv, so), lt.CandidateMS-lt.BaselineMS)
 	lt.Mean.NextRun = nextRun(bv, kv, &lt.Mean.Estimate, c.o.Alpha)
+	if c.measured {
+		// The smallest change these runs could tell, as a figure of the
+		// log's (minDetectable) but from the level's runs alone: no
+		// calls' distribution is kept of them.
+		lt.Mean.MinDetectable = finite(runsDetectable(bv, kv, c.lookAlpha(), stats.DefaultPower))
+	}
 	return lt
 }
 

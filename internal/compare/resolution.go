@@ -170,6 +170,33 @@ func (c *comparer) clears(b, k []*Query, m Metric, power float64) float64 {
 	return math.Exp(sd * stats.RankDetectable(len(values(b, m)), len(values(k, m)), c.o.Alpha, power))
 }
 
+// runsDetectable is the smallest change (a factor) the rank interval
+// over the runs bv and kv at two-sided level alpha tells from none with
+// chance power, from their own spread (stats.LogSD): +Inf without one.
+func runsDetectable(bv, kv []float64, alpha, power float64) float64 {
+	sd, _, ok := stats.LogSD(clampMS(bv), clampMS(kv))
+	if !ok {
+		return math.Inf(1)
+	}
+	return math.Exp(sd * stats.RankDetectable(len(bv), len(kv), alpha, power))
+}
+
+// meanClears is clears for the mean of q, on the level its mean is
+// judged on: the server's or the application's runs where it is one of
+// them (judgeOn), the log's rows otherwise.
+func (c *comparer) meanClears(q *QueryDiff, power float64) float64 {
+	if lv := q.Levels; lv != nil && (lv.Judged == LevelServer || lv.Judged == LevelApplication) {
+		lt := lv.Server
+		if lv.Judged == LevelApplication {
+			lt = lv.Application
+		}
+		if lt != nil {
+			return runsDetectable(lt.BaselineRunsMS, lt.CandidateRunsMS, c.o.Alpha, power)
+		}
+	}
+	return c.clears(q.BaselineRows, q.CandidateRows, MetricMean, power)
+}
+
 // resolution is the run's Resolution over its queries (m and n runs a
 // side); nil without the noise measured.
 func (c *comparer) resolution(m, n int, qs []QueryDiff) *Resolution {
@@ -207,7 +234,7 @@ func (c *comparer) resolution(m, n int, qs []QueryDiff) *Resolution {
 		if q.Effects == nil || q.Effects.Mean.MinDetectable == 0 {
 			continue
 		}
-		if f := finite(c.clears(q.BaselineRows, q.CandidateRows, MetricMean, power)); f > r.MeanClears {
+		if f := finite(c.meanClears(q, power)); f > r.MeanClears {
 			r.MeanClears, r.MeanClearsBy = f, q.Fingerprint
 		}
 		if f := finite(c.clears(q.BaselineRows, q.CandidateRows, MetricP95, power)); f > r.P95Clears {

@@ -187,3 +187,28 @@ func TestResolutionClears(t *testing.T) {
 		}
 	}
 }
+
+// TestServerJudgedMeanTellsItsResolution: a mean judged on the server's
+// time (pg_stat_statements, judgeOn) states the smallest change its
+// server runs could tell, as the log's does, so that the run's
+// resolution counts it and names the tightest rule on it; before, the
+// server's effect carried none, and an A/A rehearsal of the shop
+// (every mean judged on the server) stated no median and no rule.
+func TestServerJudgedMeanTellsItsResolution(t *testing.T) {
+	base, cand := levelSides(t, 3)
+	rep, err := Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("lookup")
+	if !q.JudgedOnServer() {
+		t.Fatalf("lookup judged on %+v", q.Levels)
+	}
+	if md := q.Effects.Mean.MinDetectable; md <= 1 || md != q.Levels.Server.Mean.MinDetectable {
+		t.Errorf("the server-judged mean states %v, its level %v", md, q.Levels.Server.Mean.MinDetectable)
+	}
+	r := rep.Resolution
+	if r == nil || r.Queries == 0 || r.MeanMedian <= 1 || r.MeanClears <= 1 || r.MeanClearsBy == "" {
+		t.Errorf("resolution %+v", r)
+	}
+}
