@@ -37,6 +37,10 @@ type StartState struct {
 	// Databases are the databases the monitoring role can connect to
 	// (not templates), in name order.
 	Databases []StartDatabase `json:"databases"`
+	// Digests are the digests of the monitoring connection's database's
+	// tables at the start; nil when none were read (recordings made
+	// before them).
+	Digests *TableDigests `json:"digests,omitempty"`
 }
 
 // StartDatabase is one database's tables at the start.

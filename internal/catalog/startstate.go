@@ -113,6 +113,16 @@ func ReadStartState(ctx context.Context, dsn string, opts Options, count StartCo
 		}
 		st.Databases = append(st.Databases, db)
 	}
+	if st.CountBelow > 0 {
+		// The rows themselves, in the monitoring connection's database,
+		// in one snapshot read just before the start's position. A
+		// failure leaves no digest: the replay then infers.
+		if d, err := DigestTables(ctx, conn, st.CountBelow, nil); err == nil {
+			st.Digests = d
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
 	err = readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT clock_timestamp(), pg_is_in_recovery(),
 			CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END::text,

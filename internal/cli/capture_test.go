@@ -457,7 +457,7 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 		t.Errorf("outcomes %+v: want 5 answers differing, the target's data public.t 4, suspect u 1, none explained", o)
 	}
 	if code != ExitDiverged || !strings.Contains(text, "REPLAY FAILED: the target's data differs from the start: 4 differing answers") ||
-		!strings.Contains(text, "by table: public.t 4;") || !strings.Contains(text, "suspect: 1 answers on rows no concurrent transaction touched") {
+		!strings.Contains(text, "by table: public.t 4;") || !strings.Contains(text, "suspect: 1 answer on rows no concurrent transaction touched") {
 		t.Errorf("exit %d, want %d naming the target's data by table:\n%s", code, ExitDiverged, text)
 	}
 	if !strings.Contains(text, "3 of 3 calls differ (rows 3): UPDATE t SET v = v + $1 WHERE id <= $2") {

@@ -12,14 +12,10 @@ import (
 )
 
 // checkStartFirst compares both targets with the capture's starting point
-// before any round, when --require-start-state asks it to fail: a
-// candidate that is not the start stops the rehearsal before the
-// control's first round has run, not after. It does so only when the
-// reset before the first round leaves the target's databases as they are
-// (none) or copies them (template): a reset command or a data directory
-// may change them, and each target's first round checks what its reset
-// made. It reports whether it checked; the rounds then need not. sc is
-// the logs' scan (nil: not read, and the rounds check).
+// before any round under --require-start-state (digests that differ:
+// exit 6), when the first round's reset leaves the databases as they are
+// (none) or copies them (template); else each first round checks what
+// its reset made. It reports whether it checked. sc: the logs' scan.
 func checkStartFirst(ctx context.Context, stdio IO, cfg replayrun.Config, mode reset.Mode, sc *replayrun.Scanned, dsn map[rehearse.Side]string) (bool, error) {
 	if cfg.StartCheck != replayrun.StartCheckRequire || sc == nil || (mode != reset.ModeNone && mode != reset.ModeTemplate) {
 		return false, nil
@@ -30,6 +26,8 @@ func checkStartFirst(ctx context.Context, stdio IO, cfg replayrun.Config, mode r
 		pf, err := replayrun.CheckStart(ctx, c, sc.Logins)
 		var se *replayrun.StartStateError
 		switch {
+		case errors.As(err, new(*replayrun.DataDiffersError)):
+			return true, &exitError{code: ExitDiverged, err: fmt.Errorf("REHEARSAL FAILED: the %s (--%s), before the first round: %v", side, side, err)}
 		case errors.As(err, &se):
 			return true, fmt.Errorf("the %s (--%s), before the first round: %w", side, side, report.StartStateFailed(stdio.Stderr, se))
 		case err != nil:

@@ -326,6 +326,8 @@ func replayRunError(stdio IO, err error, start time.Time, h report.LoginHints) e
 	var ie *replayrun.InterruptedError
 	var sse *replayrun.ShardSyncError
 	switch {
+	case errors.As(err, new(*replayrun.DataDiffersError)):
+		return &exitError{code: ExitDiverged, err: fmt.Errorf("REPLAY FAILED: %v", err)}
 	case errors.As(err, &sse):
 		return usageError("--sync %s: %v (--sync %s, or --coord-dsn with --run-id)", sse.Mode, sse, sse.Instead)
 	case errors.As(err, &ie):

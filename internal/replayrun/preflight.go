@@ -48,6 +48,12 @@ type Preflight struct {
 	StartFrom  string
 	StartCheck *catalog.StartCheck
 	StartErr   error
+	// Digests are the target's table digests, read on the ranges of
+	// those StartState stored (nil without them, or when they could
+	// not be read: DigestErr); DigestDiffs the tables that differ.
+	Digests     *capfile.TableDigests
+	DigestErr   error
+	DigestDiffs []catalog.DigestDiff
 
 	// Peak is the most sessions of the part of the logs read open at
 	// once (replay.Scan's, times Options.Multiply), PeakAt when (log
@@ -182,6 +188,9 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, set *source.
 	pf.Took = time.Since(start)
 	if pf.startFailed(cfg.StartCheck) {
 		return nil, &StartStateError{Preflight: pf}
+	}
+	if len(pf.DigestDiffs) > 0 {
+		return nil, &DataDiffersError{Preflight: pf}
 	}
 	return pf, nil
 }

@@ -2,8 +2,12 @@ package replayrun
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -90,6 +94,45 @@ func checkStart(ctx context.Context, cfg Config, set *source.Set, logins []repla
 	defer cancel()
 	pf.StartCheck, pf.StartErr = catalog.CheckStartState(ctx, cfg.Replay.Target, pf.StartState, dbs,
 		catalog.DefaultStartTolerance, StartCountBudget, catalog.Options{StatementTimeout: PreflightTimeout})
+	if rec := pf.StartState.Digests; rec != nil {
+		db := rec.Database
+		if to, ok := cfg.Replay.DatabaseMap[db]; ok {
+			db = to
+		}
+		pf.Digests, pf.DigestErr = digestTarget(ctx, cfg.Replay.Target, db, rec)
+		pf.DigestDiffs = catalog.CompareDigests(rec, pf.Digests)
+	}
+}
+
+// digestTarget reads, in the target's database db, the digests of the
+// tables the recording's start digested (rec), on its key ranges.
+func digestTarget(ctx context.Context, target, db string, rec *capfile.TableDigests) (*capfile.TableDigests, error) {
+	cfg, err := connstr.ParsePgx(target)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Database = db
+	cfg.RuntimeParams["application_name"] = catalog.StartStateApplication
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connstr.SafeError(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return catalog.DigestTables(ctx, conn, rec.Below, rec)
+}
+
+// DataDiffersError is Run's error when the target's table digests differ
+// from those the recording stored at its start: the target is not the
+// start, proven by its rows; nothing was replayed.
+type DataDiffersError struct{ Preflight *Preflight }
+
+func (e *DataDiffersError) Error() string {
+	var ds []string
+	for _, d := range e.Preflight.DigestDiffs {
+		ds = append(ds, d.String())
+	}
+	return "the target's data differs from the recording's start (table digests at WAL " + e.Preflight.StartState.Digests.LSN +
+		"): " + strings.Join(ds, "; ") + "; nothing was replayed"
 }
 
 // startFailed reports whether the start check fails the pre-flight.
@@ -116,6 +159,9 @@ func CheckStart(ctx context.Context, cfg Config, logins []replay.Login) (*Prefli
 	checkStart(ctx, cfg, set, logins, pf)
 	if pf.startFailed(cfg.StartCheck) {
 		return pf, &StartStateError{Preflight: pf}
+	}
+	if len(pf.DigestDiffs) > 0 {
+		return pf, &DataDiffersError{Preflight: pf}
 	}
 	return pf, nil
 }

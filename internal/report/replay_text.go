@@ -340,8 +340,8 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 	if o.AnswerDiffersSuspect > 0 {
 		// Read differently once: a race the capture could not see
 		// explains it as well as the data. Counted, not a failure.
-		fmt.Fprintf(b, "    suspect: %d answers on rows no concurrent transaction touched, each read differently once (by table %s)\n",
-			o.AnswerDiffersSuspect, CountList(o.AnswerDiffersSuspectByTable))
+		fmt.Fprintf(b, "    suspect: %d %s on rows no concurrent transaction touched, each read differently once (by table %s)\n",
+			o.AnswerDiffersSuspect, plural(int(o.AnswerDiffersSuspect), "answer", "answers"), CountList(o.AnswerDiffersSuspectByTable))
 	}
 	type differ struct {
 		q querystats.Row
