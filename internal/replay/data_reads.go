@@ -54,6 +54,11 @@ func readKey(ev *event.Event, sy synced) string {
 type dataReads struct {
 	mu sync.Mutex
 	m  map[string]*dataRead
+	// proven are the tables ("schema.name") whose digests matched the
+	// recording's start on the target before the first statement
+	// (SetStartProven): their rows are the start's, so answers on them
+	// read differently, however often, stay suspect.
+	proven map[string]bool
 }
 
 // dataRead is what dataReads holds for one readKey: how many executions
@@ -91,6 +96,34 @@ func (d *dataReads) add(key string, tables []string, kept int) {
 // once: the target's data, proven; otherwise suspect.
 func (e *dataRead) recurs() bool { return e.n > 1 }
 
+// targetData reports whether e counts as the target's data: its rows
+// read differently more than once, on a table no start digest proved
+// equal. Callers hold d.mu.
+func (d *dataReads) targetData(e *dataRead) bool {
+	if !e.recurs() {
+		return false
+	}
+	if len(d.proven) == 0 || len(e.byTable) == 0 {
+		return true
+	}
+	for t := range e.byTable {
+		if !d.proven[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// setProven records the tables the start's digests proved equal.
+func (d *dataReads) setProven(tables []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.proven = make(map[string]bool, len(tables))
+	for _, t := range tables {
+		d.proven[t] = true
+	}
+}
+
 // split is the executions of the target's data (rows read differently
 // more than once) and the suspect ones, each with its count by table
 // (nil when none).
@@ -99,7 +132,7 @@ func (d *dataReads) split() (data int64, dataBy map[string]int64, suspect int64,
 	defer d.mu.Unlock()
 	for _, e := range d.m {
 		n, by := &suspect, &suspectBy
-		if e.recurs() {
+		if d.targetData(e) {
 			n, by = &data, &dataBy
 		}
 		*n += e.n
@@ -126,7 +159,7 @@ func (d *dataReads) mark(kept []results.DifferingAnswer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, e := range d.m {
-		if e.recurs() {
+		if d.targetData(e) {
 			continue
 		}
 		for _, i := range e.kept {

@@ -45,3 +45,30 @@ func TestDataReadsSplit(t *testing.T) {
 		t.Errorf("split of none: %d %v %d %v", a, b, c, e)
 	}
 }
+
+// Tables the start's digests proved equal on the target never count as
+// the target's data, however often their rows are read differently; a
+// read that also touches a table no digest proved still does.
+func TestDataReadsProvenByDigest(t *testing.T) {
+	key := func(id string) string {
+		return readKey(&event.Event{Database: "db", Query: "SELECT v FROM t WHERE id = $1", Params: []event.Param{{Value: id}}}, synced{})
+	}
+	var d dataReads
+	d.setProven([]string{"public.t"})
+	d.add(key("1"), []string{"public.t"}, 0)
+	d.add(key("1"), []string{"public.t"}, 1)
+	d.add(key("2"), []string{"public.t", "public.u"}, 2)
+	d.add(key("2"), []string{"public.t", "public.u"}, 3)
+	data, dataBy, suspect, suspectBy := d.split()
+	if data != 2 || dataBy["public.u"] != 2 || suspect != 2 || suspectBy["public.t"] != 2 || len(suspectBy) != 1 {
+		t.Errorf("split: data %d %v, suspect %d %v; want the proven table's recurring reads suspect (2), the join with an unproven table the target's data (2)", data, dataBy, suspect, suspectBy)
+	}
+	kept := make([]results.DifferingAnswer, 4)
+	for i := range kept {
+		kept[i].Cause = querystats.CauseTargetData
+	}
+	d.mark(kept)
+	if kept[0].Cause != querystats.CauseSuspectData || kept[1].Cause != querystats.CauseSuspectData || kept[2].Cause != querystats.CauseTargetData {
+		t.Errorf("marked %+v: want the proven table's answers suspect", kept)
+	}
+}

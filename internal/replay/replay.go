@@ -124,6 +124,12 @@ func New(opts Options) (*Replayer, error) {
 // finish; when hard is done, statements in flight are cancelled too. Either
 // way Run returns the result of what ran, with Partial set and a nil
 // error. A read error also ends the replay (after what was read has run);
+// SetStartProven names the tables ("schema.name") the target holds as
+// they were at the recording's start, proven by their digests before the
+// first statement: answers on them read differently, however often, are
+// suspect, never the target's data.
+func (r *Replayer) SetStartProven(tables []string) { r.c.dataReads.setProven(tables) }
+
 // Run then returns the partial result and the error.
 func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results.Result, error) {
 	stop, r.abort = context.WithCancel(stop)

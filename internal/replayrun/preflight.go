@@ -192,6 +192,7 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, set *source.
 	if len(pf.DigestDiffs) > 0 {
 		return nil, &DataDiffersError{Preflight: pf}
 	}
+	r.SetStartProven(provenTables(cfg, pf, logins))
 	return pf, nil
 }
 

@@ -66,20 +66,7 @@ func checkStart(ctx context.Context, cfg Config, set *source.Set, logins []repla
 	if pf.StartState == nil {
 		return
 	}
-	// The databases the replay connects to on the target, each with the
-	// name it had at the start.
-	used := map[string]bool{}
-	for _, l := range logins {
-		db := l.Database
-		if db == "" {
-			if c, err := connstr.Parse(cfg.Replay.Target); err == nil {
-				db = c.Database
-			}
-		}
-		if db != "" {
-			used[db] = true
-		}
-	}
+	used := loginDatabases(cfg, logins)
 	dbs := map[string]string{}
 	for _, d := range pf.StartState.Databases {
 		target := d.Name
@@ -102,6 +89,53 @@ func checkStart(ctx context.Context, cfg Config, set *source.Set, logins []repla
 		pf.Digests, pf.DigestErr = digestTarget(ctx, cfg.Replay.Target, db, rec)
 		pf.DigestDiffs = catalog.CompareDigests(rec, pf.Digests)
 	}
+}
+
+// loginDatabases are the databases the replay connects to on the
+// target.
+func loginDatabases(cfg Config, logins []replay.Login) map[string]bool {
+	used := map[string]bool{}
+	for _, l := range logins {
+		db := l.Database
+		if db == "" {
+			if c, err := connstr.Parse(cfg.Replay.Target); err == nil {
+				db = c.Database
+			}
+		}
+		if db != "" {
+			used[db] = true
+		}
+	}
+	return used
+}
+
+// provenTables are the tables whose digests matched on the target, when
+// every login of the replay uses the digested database (a table's name
+// does not say its database); none otherwise.
+func provenTables(cfg Config, pf *Preflight, logins []replay.Login) []string {
+	if pf.StartState == nil {
+		return nil
+	}
+	rec := pf.StartState.Digests
+	if rec == nil || pf.Digests == nil || pf.DigestErr != nil || len(pf.DigestDiffs) > 0 {
+		return nil
+	}
+	db := rec.Database
+	if to, ok := cfg.Replay.DatabaseMap[db]; ok {
+		db = to
+	}
+	for d := range loginDatabases(cfg, logins) {
+		if d != db {
+			return nil
+		}
+	}
+	var out []string
+	for _, t := range rec.Tables {
+		if t.NotDigested == "" {
+			out = append(out, t.Schema+"."+t.Name)
+		}
+	}
+	return out
 }
 
 // digestTarget reads, in the target's database db, the digests of the
