@@ -81,7 +81,7 @@ func TestAnswersFalseExit(t *testing.T) {
 				w.load(t, src)
 				dump := filepath.Join(t.TempDir(), "orig.dump")
 				pgTool(t, src, "pg_dump", "-Fc", "-f", dump, src.DSN("orig"))
-				rc := startCapture(t, src.DSN("orig"))
+				rc := startCapture(t, src.DSN("orig"), "--monitor-dsn", src.DSN("orig"))
 				w.run(ctx, t, src, rc, run)
 				rc.stopOK(t)
 				speeds := []string{"0"}
@@ -97,6 +97,14 @@ func TestAnswersFalseExit(t *testing.T) {
 					code, text, res := runReplay(t, "--target", dst.DSN(db), "--database-map", "orig="+db, "--speed", speed, "--findings=false", "--keep-answers", rc.dir)
 					if res == nil {
 						t.Fatalf("run %d at speed %s: exit %d, no result:\n%s", run, speed, code, text)
+					}
+					// The dump is the start: every table's digest, taken at
+					// the capture's start (--monitor-dsn), matches.
+					var n, of, match int
+					if i := strings.Index(text, "table digests: "); i < 0 {
+						t.Errorf("run %d at speed %s: no table digests compared:\n%s", run, speed, text)
+					} else if fmt.Sscanf(text[i:], "table digests: %d of %d tables compared with the start's, %d match", &n, &of, &match); n == 0 || n != of || match != n {
+						t.Errorf("run %d at speed %s: digests %d of %d compared, %d match: want all, every one matching", run, speed, n, of, match)
 					}
 					o := res.Outcomes
 					row := fmt.Sprintf("| %s | %d | %s | %d | %d | %d | %d | %d | %s | %d | %d | %s |", w.name, run, speed, code, o.Answered, o.AnswerDiffers,

@@ -46,6 +46,28 @@ func WriteStartCheck(w io.Writer, pf *replayrun.Preflight) {
 	if u := startUncounted(c); u != "" {
 		fmt.Fprintf(w, "pre-flight: %s\n", u)
 	}
+	writeDigestCheck(w, pf)
+}
+
+// writeDigestCheck says how the target's table digests compare with the
+// start's: how many tables were compared and matched, or why they could
+// not be read (the answers are then judged by recurrence alone).
+func writeDigestCheck(w io.Writer, pf *replayrun.Preflight) {
+	rec := pf.StartState.Digests
+	if rec == nil {
+		return
+	}
+	if pf.DigestErr != nil {
+		fmt.Fprintf(w, "pre-flight: WARNING: the table digests could not be read on the target: %v; differing answers are judged by recurrence alone\n", pf.DigestErr)
+		return
+	}
+	n := 0
+	for _, t := range rec.Tables {
+		if t.NotDigested == "" {
+			n++
+		}
+	}
+	fmt.Fprintf(w, "pre-flight: table digests: %d of %d tables compared with the start's, %d match\n", n, len(rec.Tables), n-len(pf.DigestDiffs))
 }
 
 // StartStateFailed is the error of a pre-flight that --require-start-state
