@@ -47,3 +47,19 @@ func proportionIncrease(e1, c1, e2, c2 int64) float64 {
 	}
 	return math.Erfc((p2-p1)/se/math.Sqrt2) / 2
 }
+
+// buckets is Buckets of q's histogram, decoded once per comparison.
+func (c *comparer) buckets(q *Query) ([]Bucket, error) {
+	if bs, ok := c.hist[q]; ok {
+		return bs, nil
+	}
+	bs, err := Buckets(q.Hist)
+	if err != nil {
+		return nil, err
+	}
+	if c.hist == nil {
+		c.hist = map[*Query][]Bucket{}
+	}
+	c.hist[q] = bs
+	return bs, nil
+}

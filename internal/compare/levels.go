@@ -574,7 +574,7 @@ func (c *comparer) serverEvidence(b, k []*Query, s *LevelTime) (*CallsEvidence, 
 			if q == nil || q.TimedCalls == 0 || i >= len(server) {
 				return nil, nil, false
 			}
-			bd, few, ok := runBounds(q, MetricMean, ev.Alpha)
+			bd, few, ok := c.runBounds(q, MetricMean, ev.Alpha)
 			if !ok {
 				return nil, nil, false
 			}

@@ -37,6 +37,10 @@ type comparer struct {
 	// within its schedule window (windowRows).
 	appWindowed map[string]bool
 	measured    bool
+	// hist memoizes each run's histogram decoded (buckets): the noise
+	// pooling, every look's evidence and the resolution read the same
+	// runs', and decoding them is most of a comparison's time.
+	hist map[*Query][]Bucket
 }
 
 // poolRoundNoise measures the rounds' noise of the mean and of the p95
@@ -58,7 +62,7 @@ func (c *comparer) poolRoundNoise(base, cand []*Run) {
 				continue
 			}
 			for _, side := range [][]*Query{b, k} {
-				if g, ok := logRuns(side, m, alpha, 0); ok {
+				if g, ok := c.logRuns(side, m, alpha, 0); ok {
 					groups = append(groups, g)
 				}
 			}
@@ -72,14 +76,14 @@ func (c *comparer) poolRoundNoise(base, cand []*Run) {
 // (stats.LogRunsOf), less ms taken out of each run's figure and bounds
 // (the log's per-call overhead, QueryLevels.LogP95; 0 for the figures as
 // measured); false when a histogram does not decode.
-func logRuns(rows []*Query, m Metric, alpha, less float64) (stats.LogRuns, bool) {
+func (c *comparer) logRuns(rows []*Query, m Metric, alpha, less float64) (stats.LogRuns, bool) {
 	var figs []float64
 	var bds []stats.Bounds
 	for _, q := range rows {
 		if q == nil || q.TimedCalls == 0 {
 			continue
 		}
-		bd, _, ok := runBounds(q, m, alpha)
+		bd, _, ok := c.runBounds(q, m, alpha)
 		if !ok {
 			return stats.LogRuns{}, false
 		}
@@ -295,8 +299,8 @@ func (c *comparer) effect(b, k []*Query, m Metric, calls int64, o overhead) (Eff
 		// error, beside the default noise floor. A p95 of 48 calls
 		// rests on its three slowest, and two runs do not average
 		// that away.
-		sb, okB := runsLogSE(b, m, o.b)
-		sk, okK := runsLogSE(k, m, o.k)
+		sb, okB := c.runsLogSE(b, m, o.b)
+		sk, okK := c.runsLogSE(k, m, o.k)
 		so.WithinLog = math.Sqrt(sb*sb + sk*sk)
 		unreadable = !okB || !okK
 	}
@@ -350,7 +354,7 @@ func (c *comparer) callsEvidence(b, k []*Query, m Metric, o overhead) (*CallsEvi
 			if q == nil || q.TimedCalls == 0 {
 				continue
 			}
-			bd, few, ok := runBounds(q, m, ev.Alpha)
+			bd, few, ok := c.runBounds(q, m, ev.Alpha)
 			if !ok {
 				return nil, false
 			}
@@ -389,8 +393,8 @@ func (c *comparer) callsEvidence(b, k []*Query, m Metric, o overhead) (*CallsEvi
 		ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High
 		return ev, true
 	}
-	bl, okB := logRuns(b, m, ev.Alpha, o.b)
-	kl, okK := logRuns(k, m, ev.Alpha, o.k)
+	bl, okB := c.logRuns(b, m, ev.Alpha, o.b)
+	kl, okK := c.logRuns(k, m, ev.Alpha, o.k)
 	if !okB || !okK {
 		return nil, false
 	}
@@ -413,8 +417,8 @@ func (c *comparer) callsEvidence(b, k []*Query, m Metric, o overhead) (*CallsEvi
 // delta-method bounds. few is set when the calls are too few for a
 // bound (then 0 or +Inf); ok is false when the histogram does not
 // decode.
-func runBounds(q *Query, m Metric, alpha float64) (b stats.Bounds, few, ok bool) {
-	bs, err := Buckets(q.Hist)
+func (c *comparer) runBounds(q *Query, m Metric, alpha float64) (b stats.Bounds, few, ok bool) {
+	bs, err := c.buckets(q)
 	if err != nil || len(bs) == 0 {
 		return stats.Bounds{}, false, false
 	}
@@ -661,11 +665,11 @@ func underWhich(x *Effect, minEffect, msFloor float64) Reason {
 // metric m over runs, less ms taken out of each run's (the log's per-call
 // overhead; 0 for the figures as measured), from each run's own (logSE):
 // one run's for one run.
-func runsLogSE(runs []*Query, m Metric, less float64) (float64, bool) {
+func (c *comparer) runsLogSE(runs []*Query, m Metric, less float64) (float64, bool) {
 	var sum2 float64
 	ok := true
 	for _, q := range runs {
-		se, good := logSE(q, m, less)
+		se, good := c.logSE(q, m, less)
 		sum2 += se * se
 		ok = ok && good
 	}
@@ -681,11 +685,11 @@ func runsLogSE(runs []*Query, m Metric, less float64) (float64, bool) {
 // for a quantile; less ms taken out of every call (the log's per-call
 // overhead; 0 for the figures as measured). False when the histogram
 // does not decode (then 0).
-func logSE(q *Query, m Metric, less float64) (float64, bool) {
+func (c *comparer) logSE(q *Query, m Metric, less float64) (float64, bool) {
 	if q == nil || q.TimedCalls == 0 || q.Hist == "" {
 		return 0, true
 	}
-	bs, err := Buckets(q.Hist)
+	bs, err := c.buckets(q)
 	if err != nil {
 		return 0, false
 	}

@@ -114,8 +114,8 @@ func (c *comparer) minDetectable(b, k []*Query, m Metric) float64 {
 		return rank
 	}
 	ca := stats.CallsAlpha(c.o.Alpha, c.tests)
-	bl, okB := logRuns(b, m, ca, 0)
-	kl, okK := logRuns(k, m, ca, 0)
+	bl, okB := c.logRuns(b, m, ca, 0)
+	kl, okK := c.logRuns(k, m, ca, 0)
 	if !okB || !okK {
 		return math.Inf(1)
 	}
@@ -139,8 +139,8 @@ func (c *comparer) roundSD(b, k []*Query, m Metric) (float64, bool) {
 		return sd, ok
 	}
 	ca := stats.CallsAlpha(c.o.Alpha, c.tests)
-	bl, okB := logRuns(b, m, ca, 0)
-	kl, okK := logRuns(k, m, ca, 0)
+	bl, okB := c.logRuns(b, m, ca, 0)
+	kl, okK := c.logRuns(k, m, ca, 0)
 	if !okB || !okK {
 		return 0, false
 	}
