@@ -48,18 +48,24 @@ func proportionIncrease(e1, c1, e2, c2 int64) float64 {
 	return math.Erfc((p2-p1)/se/math.Sqrt2) / 2
 }
 
-// buckets is Buckets of q's histogram, decoded once per comparison.
-func (c *comparer) buckets(q *Query) ([]Bucket, error) {
-	if bs, ok := c.hist[q]; ok {
+// histCache is Buckets memoized by the histogram's text for one
+// comparison: its checks, its summaries, the noise pooling, every look's
+// evidence and the resolution read the same runs' histograms, and
+// decoding them is most of a comparison's time. A nil histCache decodes
+// every time.
+type histCache map[string][]Bucket
+
+// buckets is Buckets(hist), decoded once per cache.
+func (h histCache) buckets(hist string) ([]Bucket, error) {
+	if bs, ok := h[hist]; ok {
 		return bs, nil
 	}
-	bs, err := Buckets(q.Hist)
-	if err != nil {
-		return nil, err
+	bs, err := Buckets(hist)
+	if err == nil && h != nil {
+		h[hist] = bs
 	}
-	if c.hist == nil {
-		c.hist = map[*Query][]Bucket{}
-	}
-	c.hist[q] = bs
-	return bs, nil
+	return bs, err
 }
+
+// buckets is Buckets of q's histogram through the comparison's cache.
+func (c *comparer) buckets(q *Query) ([]Bucket, error) { return c.hist.buckets(q.Hist) }

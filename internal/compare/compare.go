@@ -927,7 +927,7 @@ func ratio(c, b float64) float64 {
 // Summarize describes one run without comparing it.
 func Summarize(r *Run) *Report {
 	o := Options{}.withDefaults()
-	rep := &Report{Kind: "report", Baseline: summarize(r), Rules: []Rule{}, Settings: settingsOf(o)}
+	rep := &Report{Kind: "report", Baseline: summarize(r, nil), Rules: []Rule{}, Settings: settingsOf(o)}
 	rep.Noise = Noise{BaselineRuns: 1, MinRuns: minRuns(o.Alpha), Defaults: o.Noise}
 	for i := range r.Queries {
 		q := &r.Queries[i]
@@ -1006,7 +1006,8 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	}
 	// A result that cannot be judged is refused first: whatever else is
 	// wrong with the comparison, its figures are not a verdict.
-	why := append(unjudgeable(base, cand), o.Unjudgeable...)
+	hc := histCache{}
+	why := append(unjudgeable(base, cand, hc), o.Unjudgeable...)
 	if len(why) > 0 && !o.AllowIncomplete {
 		return nil, &IncompleteError{Reasons: why}
 	}
@@ -1021,8 +1022,8 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 			}
 		}
 	}
-	rep := &Report{Kind: "report", Baseline: summarizeSide(base), Rules: o.Rules, MixedLatency: mixed, Incomplete: why, Settings: settingsOf(o)}
-	cs := summarizeSide(cand)
+	rep := &Report{Kind: "report", Baseline: summarizeSide(base, hc), Rules: o.Rules, MixedLatency: mixed, Incomplete: why, Settings: settingsOf(o)}
+	cs := summarizeSide(cand, hc)
 	rep.Candidate = &cs
 	if rep.Rules == nil {
 		rep.Rules = []Rule{}
@@ -1048,7 +1049,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnNoHistograms})
 	}
 
-	c := comparer{o: o, mixed: mixed, useHist: useHist, bSpans: spans(base), cSpans: spans(cand), bRunMS: runTimeMS(base)}
+	c := comparer{o: o, mixed: mixed, useHist: useHist, hist: hc, bSpans: spans(base), cSpans: spans(cand), bRunMS: runTimeMS(base)}
 	c.tests = judgedFigures(base, cand, o.MinCalls)
 	if useHist && rep.Noise.Measured {
 		c.poolRoundNoise(base, cand)

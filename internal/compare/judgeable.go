@@ -94,7 +94,7 @@ func (e *IncompleteError) Unwrap() error { return ErrIncomplete }
 
 // unjudgeable says why a comparison of the baseline's runs with the
 // candidate's would not be a verdict on the candidate; nil when it would.
-func unjudgeable(base, cand []*Run) []Unjudgeable {
+func unjudgeable(base, cand []*Run, hc histCache) []Unjudgeable {
 	var why []Unjudgeable
 	all := append(append([]*Run{}, base...), cand...)
 	for _, r := range all {
@@ -108,7 +108,7 @@ func unjudgeable(base, cand []*Run) []Unjudgeable {
 			why = append(why, Unjudgeable{Kind: UnjudgeableDegraded, Run: r.Name(), Detail: reason})
 		}
 		why = append(why, empty(r)...)
-		why = append(why, invalid(r)...)
+		why = append(why, invalid(r, hc)...)
 	}
 	for i, a := range all {
 		for _, b := range all[i+1:] {
@@ -143,7 +143,7 @@ func Validate(runs ...*Run) error {
 	var why []Unjudgeable
 	for _, r := range runs {
 		why = append(why, empty(r)...)
-		why = append(why, invalid(r)...)
+		why = append(why, invalid(r, nil)...)
 	}
 	if len(why) > 0 {
 		return &IncompleteError{Reasons: why}
@@ -190,7 +190,7 @@ func timedCalls(r *Run) int64 {
 // non-finite counts and durations, errors or timed calls beyond calls,
 // quantiles out of order, a histogram that does not decode or whose count
 // differs from the timed calls. Each names its field.
-func invalid(r *Run) []Unjudgeable {
+func invalid(r *Run, hc histCache) []Unjudgeable {
 	var out []Unjudgeable
 	bad := func(field, format string, args ...any) {
 		if len(out) < 10 {
@@ -248,7 +248,7 @@ func invalid(r *Run) []Unjudgeable {
 		if q.Hist == "" {
 			continue
 		}
-		bs, err := Buckets(q.Hist)
+		bs, err := hc.buckets(q.Hist)
 		if err != nil {
 			bad(at("hist"), "does not decode: %v", err)
 			continue

@@ -37,10 +37,8 @@ type comparer struct {
 	// within its schedule window (windowRows).
 	appWindowed map[string]bool
 	measured    bool
-	// hist memoizes each run's histogram decoded (buckets): the noise
-	// pooling, every look's evidence and the resolution read the same
-	// runs', and decoding them is most of a comparison's time.
-	hist map[*Query][]Bucket
+	// hist is the comparison's decoded histograms (histCache).
+	hist histCache
 }
 
 // poolRoundNoise measures the rounds' noise of the mean and of the p95

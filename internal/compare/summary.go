@@ -9,7 +9,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-func summarize(r *Run) RunSummary {
+func summarize(r *Run, hc histCache) RunSummary {
 	s := RunSummary{
 		Name: r.Name(), Files: []string{r.Name()}, Kind: r.Kind, LatencySource: r.LatencySource, Partial: r.Partial,
 		Statements: r.Statements.Total, Failed: r.Statements.Failed, Queries: len(r.Queries),
@@ -31,7 +31,7 @@ func summarize(r *Run) RunSummary {
 		s.MeanMS = s.TotalMS / float64(s.TimedCalls)
 	}
 	if r.HasHist() {
-		s.P95MS = workloadP95(r)
+		s.P95MS = workloadP95(r, hc)
 	}
 	if s.SpanS > 0 {
 		s.StatementsPerS = float64(s.Statements) / s.SpanS
@@ -49,13 +49,13 @@ func summarize(r *Run) RunSummary {
 
 // summarizeSide describes a side: its one run, or the medians of its
 // runs with each run's summary.
-func summarizeSide(runs []*Run) RunSummary {
+func summarizeSide(runs []*Run, hc histCache) RunSummary {
 	if len(runs) == 1 {
-		return summarize(runs[0])
+		return summarize(runs[0], hc)
 	}
 	each := make([]RunSummary, len(runs))
 	for i, r := range runs {
-		each[i] = summarize(r)
+		each[i] = summarize(r, hc)
 	}
 	first := each[0]
 	s := RunSummary{Kind: first.Kind, LatencySource: first.LatencySource, FirstTime: first.FirstTime, LastTime: first.LastTime,
@@ -107,14 +107,14 @@ func errorSamples(r *Run) []results.ErrorSample {
 }
 
 // workloadP95 merges every query's histogram; 0 if one does not decode.
-func workloadP95(r *Run) float64 {
+func workloadP95(r *Run, hc histCache) float64 {
 	var all []Bucket
 	var n int64
 	for _, q := range r.Queries {
 		if q.TimedCalls == 0 {
 			continue
 		}
-		b, err := Buckets(q.Hist)
+		b, err := hc.buckets(q.Hist)
 		if err != nil {
 			return 0
 		}
