@@ -240,3 +240,68 @@ func FuzzInferSessionID(f *testing.F) {
 		checkSessionIDs(t, prefix, synthLog(prefix, procs))
 	})
 }
+
+// changedPrefixHead is the head of a log whose prefix changed from old to
+// prefix in its first lines, as in TestInferPrefixFromServer when the
+// logging collector wrote the lines of the reload late: the sessions that
+// set it and the postmaster print old, then procs print prefix.
+func changedPrefixHead(old, prefix string, procs []synthProc) string {
+	setter := synthProc{pid: 462, start: procs[0].start, user: "postgres", db: "postgres", client: "[local]"}
+	postmaster := synthProc{pid: 375, start: procs[0].start}
+	var b strings.Builder
+	for k, l := range []struct {
+		p      synthProc
+		authed bool
+		msg    string
+	}{
+		{setter, false, "LOG:  connection received: host=[local]"},
+		{setter, true, "LOG:  connection authorized: user=postgres database=postgres"},
+		{setter, true, "LOG:  duration: 6.198 ms  statement: ALTER SYSTEM SET log_line_prefix = '" + prefix + "'"},
+		{setter, true, "LOG:  disconnection: session time: 0:00:00.015 user=postgres database=postgres host=[local]"},
+		{setter, false, "LOG:  connection received: host=[local]"},
+		{setter, true, "LOG:  connection authorized: user=postgres database=postgres"},
+		{setter, true, "LOG:  duration: 5.295 ms  statement: SELECT pg_reload_conf()"},
+		{postmaster, true, "LOG:  received SIGHUP, reloading configuration files"},
+		{setter, true, "LOG:  disconnection: session time: 0:00:00.020 user=postgres database=postgres host=[local]"},
+	} {
+		b.WriteString(synthLine(old, l.p, l.authed, k+1, l.msg))
+		b.WriteByte('\n')
+	}
+	b.WriteString(synthLine(prefix, postmaster, true, 10, `LOG:  parameter "log_line_prefix" changed to "`+prefix+`"`))
+	b.WriteByte('\n')
+	return b.String() + synthLog(prefix, procs)
+}
+
+// TestInferChangedPrefix infers the prefix of logs whose first lines
+// are in another prefix, the one the log had before: the prefix most
+// lines have is inferred. (Not tested: when the old prefix's session
+// lines outnumber the new one's background lines, %q goes where it reads
+// the old ones, "%m [%p] %u@%d/%a %q%c %e " for "%m [%p] %q%u@%d/%a %c %e ".) TestInferPrefixFromServer's run 35 once got
+// nine lines of run 34's prefix, which reads its lines too, taking the
+// session id for part of the user ("6b0b8e00.7d9c alice"), but not the
+// checkpointer's: it read more lines and won.
+func TestInferChangedPrefix(t *testing.T) {
+	procs := []synthProc{{pid: 0x3e, start: 0x6b0b8e00}, {pid: 0x7d9c, start: 0x6b0b8e00}, {pid: 0x7d9d, start: 0x6b0b8e00}, {pid: 0x7d9e, start: 0x6b0b8e01}}
+	for _, tt := range []struct{ old, prefix string }{
+		{"%m [%p] %q%u@%d/%a ", "%m [%p] %c %q%u@%d/%a "}, // the failing run
+		{"%m [%p] %c %q%u@%d/%a ", "%m [%p] %q%u@%d/%a "},
+		{"%m [%p] %q%u@%d ", "%m [%p] %c %q%u@%d "},
+		{"%m [%p] %q%u@%d/%a %c %e ", "%m [%p] %c %q%u@%d/%a "},
+		{"%m|%u|%d|", "%m|%u|%d|%c|"},
+	} {
+		t.Run(tt.old+"to "+tt.prefix, func(t *testing.T) {
+			head := changedPrefixHead(tt.old, tt.prefix, procs)
+			inf, err := Infer(HeadLines([]byte(head), MaxSamples))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, head)
+			}
+			// The prefix may differ where no line of the new prefix
+			// tells (a %q that reads old lines too), not in what it
+			// reads: the session id is read as one, where there is one.
+			if strings.Contains(inf.Prefix, "%c") != strings.Contains(tt.prefix, "%c") {
+				t.Errorf("inferred %q, want %q, from\n%s", inf.Prefix, tt.prefix, head)
+			}
+			compareOnLines(t, tt.prefix, inf.Prefix, []byte(head))
+		})
+	}
+}
