@@ -17,8 +17,9 @@ import (
 // times, epoch times, session ids, host(port), vxids, numbers, words, and
 // the literal text between them. Lines of the same shape (the same kinds of
 // token with the same literal text between them) line up token by token.
-// The shape most lines have is the prefix; each of its tokens becomes an
-// escape, chosen by
+// The shape most lines have is the prefix (a line read only by taking
+// a session id or a time for a name does not count: it is another
+// prefix's); each of its tokens becomes an escape, chosen by
 //   - its shape: a time with a fraction is %m, "6571e2a3.1f40" is %c, a
 //     five-character code with a letter or a leading zero is %e, never %l;
 //   - its label: "user=%u", "db=%d", ` sql_error_code = %e`, pid="%p";
