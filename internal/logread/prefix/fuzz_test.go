@@ -40,6 +40,10 @@ func FuzzInferPrefix(f *testing.F) {
 	}
 	f.Add([]byte("27-2021-11-17 19:06:14 UTC-619552a6.1b-1----2021-11-17 19:06:14.946 UTC LOG:  x\n51-2021-11-17 19:11:13 UTC-619553d1.33-2-172.20.0.1-pgaweb-pgaweb-2021-11-17 19:11:13.562 UTC LOG:  connection authorized: user=pgaweb database=pgaweb\n"), "")
 	f.Add([]byte(" sql_error_code = 00000 time_ms = \"2022-06-02 22:48:20.807 UTC\" pid=\"11666\" user=\"postgres\" LOG:  x\n"), "")
+	// TestInferPrefixFromServer's run 35 once read the head of a log whose
+	// prefix changed in its first lines (TestInferChangedPrefix).
+	f.Add([]byte(changedPrefixHead("%m [%p] %q%u@%d/%a ", "%m [%p] %c %q%u@%d/%a ",
+		[]synthProc{{pid: 0x3e, start: 0x6b0b8e00}, {pid: 0x7d9c, start: 0x6b0b8e00}, {pid: 0x7d9d, start: 0x6b0b8e00}})), "")
 	f.Fuzz(func(t *testing.T, head []byte, _ string) {
 		lines := HeadLines(head, MaxSamples)
 		inf, err := Infer(lines)

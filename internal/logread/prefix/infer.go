@@ -17,8 +17,9 @@ import (
 // times, epoch times, session ids, host(port), vxids, numbers, words, and
 // the literal text between them. Lines of the same shape (the same kinds of
 // token with the same literal text between them) line up token by token.
-// The shape most lines have is the prefix; each of its tokens becomes an
-// escape, chosen by
+// The shape most lines have is the prefix (a line read only by taking
+// a session id or a time for a name does not count: it is another
+// prefix's); each of its tokens becomes an escape, chosen by
 //   - its shape: a time with a fraction is %m, "6571e2a3.1f40" is %c, a
 //     five-character code with a letter or a leading zero is %e, never %l;
 //   - its label: "user=%u", "db=%d", ` sql_error_code = %e`, pid="%p";
@@ -532,7 +533,7 @@ func Infer(lines [][]byte) (Inference, error) {
 	}
 	var best Inference
 	var bestErr error
-	bestN, bestVotes := -1, 0
+	bestN, bestClean, bestVotes := -1, -1, 0
 	for _, split := range []bool{false, true} {
 		if split && !anyHyphen(samples) {
 			break // "-" splits no word: the same tokens again
@@ -543,20 +544,23 @@ func Infer(lines [][]byte) (Inference, error) {
 		order, groups := mainShapes(samples)
 		for _, main := range order[:min(len(order), 4)] {
 			inf, err := induce(samples, main, groups)
-			n, v := 0, inf.votes
+			ps, v := inf.Prefix, inf.votes
 			if err != nil {
 				var amb *ambiguity
 				if !errors.As(err, &amb) {
 					continue
 				}
-				n = countMatches(amb.first, lines)
-			} else {
-				n = countMatches(inf.Prefix, lines)
+				ps = amb.first
 			}
-			if n > bestN || n == bestN && v > bestVotes {
-				best, bestN, bestVotes, bestErr = inf, n, v, err
+			// The prefix that reads most lines without taking another
+			// prefix's session id or time for a name wins: when the
+			// prefix changed in the first lines, the old one may read
+			// the new one's lines too, "6b0b8e00.7d9c alice" as %u.
+			clean, n := countReads(ps, lines)
+			if clean > bestClean || clean == bestClean && (n > bestN || n == bestN && v > bestVotes) {
+				best, bestN, bestClean, bestVotes, bestErr = inf, n, clean, v, err
 			}
-			if err == nil && n == len(samples) && !anyHyphen(samples) {
+			if err == nil && clean == len(samples) && !anyHyphen(samples) {
 				break // every line read: no other shape can do better
 			}
 		}
@@ -602,6 +606,46 @@ func countMatches(ps string, lines [][]byte) int {
 		}
 	}
 	return n
+}
+
+// countReads counts the lines the prefix matches, followed by a
+// severity (n), and those among them where no name it reads holds a
+// session id or a time as a word of its own (clean).
+func countReads(ps string, lines [][]byte) (clean, n int) {
+	p, err := Compile(ps)
+	if err != nil {
+		return 0, 0
+	}
+	var f Fields
+	for _, l := range lines {
+		if rest, ok := p.Match(l, &f); ok {
+			if _, _, ok := SplitSeverity(rest); ok {
+				n++
+				if !holdsValue(f.User) && !holdsValue(f.Database) && !holdsValue(f.Application) {
+					clean++
+				}
+			}
+		}
+	}
+	return clean, n
+}
+
+// holdsValue reports whether free text holds a %c session id or a time
+// as a word of its own: what a prefix that lacks those escapes reads as
+// a name on the lines of one that prints them before it.
+func holdsValue(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		if i > 0 && v[i-1] != ' ' || !isHex(v[i]) {
+			continue
+		}
+		if n := sessionIDLen(v[i:]); n > 0 && (i+n == len(v) || v[i+n] == ' ') {
+			return true
+		}
+		if t, _, ok := TakeTimestamp(v[i:]); ok && isDigit(v[i]) && isDigit(v[i+3]) && isDigit(v[i+5]) && isDigit(t[18]) {
+			return true
+		}
+	}
+	return false
 }
 
 func firstUnmatched(ps string, lines [][]byte) []byte {

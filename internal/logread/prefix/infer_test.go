@@ -89,16 +89,36 @@ func TestInferPrefixFromServer(t *testing.T) {
 		t.Fatalf("log files %v: %v", files, err)
 	}
 	logFile := files[0]
+	waitSessionsEnded(t, logFile, 0)
+	// One session sets each prefix: sessions that end while the prefix
+	// changes would write their last lines in the old one after the run
+	// starts, lines the real prefix does not read.
+	admin := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
+	defer admin.Close(ctx)
+	adminExec := func(t *testing.T, sql string) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, sql).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
 	tcp := func(user, db, app string) string {
 		return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s application_name='%s' sslmode=disable", c.Port(), user, db, app)
 	}
 	for i, rp := range realPrefixes {
 		t.Run(strconv.Itoa(i)+" "+rp.prefix, func(t *testing.T) {
 			quoted := strings.ReplaceAll(rp.prefix, "'", "''")
-			pgclustertest.Exec(t, c, "postgres", "ALTER SYSTEM SET log_line_prefix = '"+quoted+"'")
-			pgclustertest.Exec(t, c, "postgres", "SELECT pg_reload_conf()")
-			waitSetting(t, c, "log_line_prefix", rp.prefix)
-			start := fileSize(t, logFile)
+			adminExec(t, "ALTER SYSTEM SET log_line_prefix = '"+quoted+"'")
+			adminExec(t, "SELECT pg_reload_conf()")
+			waitSetting(t, admin, "log_line_prefix", rp.prefix)
+			// The run starts after a line the session logs in the new
+			// prefix, once the logging collector has written it: the
+			// size of the file is not enough, lines written before it
+			// (the reload's, in the old prefix) may still be in the
+			// collector's pipe.
+			startMarker := fmt.Sprintf("start of run %d'", i)
+			from := fileSize(t, logFile)
+			adminExec(t, "SELECT '"+startMarker)
+			start := from + int64(len(waitLog(t, logFile, from, startMarker)))
 			run := func(dsn string, sqls ...string) {
 				conn, err := pgconn.Connect(ctx, dsn)
 				if err != nil {
@@ -116,6 +136,8 @@ func TestInferPrefixFromServer(t *testing.T) {
 			marker := fmt.Sprintf("end of run %d", i)
 			run(c.DSN("postgres"), "SELECT '"+marker+"'")
 			log := waitLog(t, logFile, start, marker)
+			// The next run must not get this one's last lines.
+			defer waitSessionsEnded(t, logFile, start)
 
 			lines := HeadLines(log, MaxSamples)
 			inf, err := Infer(lines)
@@ -127,20 +149,25 @@ func TestInferPrefixFromServer(t *testing.T) {
 			if n, want := countMatches(inf.Prefix, lines), countMatches(rp.prefix, lines); n < want {
 				t.Errorf("inferred %q matches %d lines, the real one %d", inf.Prefix, n, want)
 			}
+			if t.Failed() {
+				// Lines in another prefix make inference take another.
+				for _, l := range lines {
+					if countMatches(rp.prefix, [][]byte{l}) == 0 {
+						t.Logf("not in the real prefix: %q", l)
+					}
+				}
+			}
 		})
 	}
 }
 
-func waitSetting(t *testing.T, c *pgcluster.Cluster, name, want string) {
+func waitSetting(t *testing.T, conn *pgconn.PgConn, name, want string) {
 	t.Helper()
 	ctx := context.Background()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// A session reloads the configuration before it runs the next
+		// statement once the server has signalled it.
 		res, err := conn.Exec(ctx, "SHOW "+name).ReadAll()
-		conn.Close(ctx)
 		if err == nil && len(res) == 1 && len(res[0].Rows) == 1 && string(res[0].Rows[0][0]) == want {
 			return
 		}
@@ -148,6 +175,28 @@ func waitSetting(t *testing.T, c *pgcluster.Cluster, name, want string) {
 			t.Fatalf("%s is not %q after reload: %v", name, want, err)
 		}
 		time.Sleep(10 * time.Millisecond) // polling the server, not synchronizing goroutines
+	}
+}
+
+// waitSessionsEnded polls the log until every session authorized after
+// offset start has logged its disconnection: a backend writes that line
+// as it exits, after its client has gone.
+func waitSessionsEnded(t *testing.T, path string, start int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = b[start:]
+		in, out := bytes.Count(b, []byte("LOG:  connection authorized: ")), bytes.Count(b, []byte("LOG:  disconnection: "))
+		if in == out {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions authorized, %d disconnected after 10 s:\n%s", in, out, b)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
