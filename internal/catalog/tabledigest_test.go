@@ -140,3 +140,47 @@ func TestDigestWritten(t *testing.T) {
 		t.Errorf("after the writes: %v; want hot alone differing, not proven", diffs)
 	}
 }
+
+// BenchmarkDigestTables is the digests' cost on pgbench's tables at
+// scale 10 (pgbench_accounts: 1,000,000 rows, 128 MB): at a capture's
+// start (the key's bounds, then the ranges) and on a target, on the
+// start's ranges, as the pre-flight reads them. docs/start-state.md
+// quotes it:
+//
+//	go test -run '^$' -bench DigestTables -benchtime 3x ./internal/catalog
+func BenchmarkDigestTables(b *testing.B) {
+	c := pgclustertest.StartT(b, pgcluster.Options{})
+	ctx := context.Background()
+	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "10", "postgres"); err != nil {
+		b.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	conn := pgclustertest.Connect(ctx, b, c.DSN("postgres"))
+	// Warm: the first read of a table written by COPY sets its hint bits.
+	rec, err := catalog.DigestTables(ctx, conn, catalog.DefaultCountBelow, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, td := range rec.Tables {
+		if td.NotDigested != "" {
+			b.Fatalf("%s not digested: %s", td.Name, td.NotDigested)
+		}
+	}
+	b.Run("start", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := catalog.DigestTables(ctx, conn, catalog.DefaultCountBelow, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("target", func(b *testing.B) {
+		for b.Loop() {
+			tgt, err := catalog.DigestTables(ctx, conn, rec.Below, rec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if d := catalog.CompareDigests(rec, tgt); d != nil {
+				b.Fatalf("the same tables differ: %v", d)
+			}
+		}
+	})
+}
