@@ -63,6 +63,9 @@ func TestCaptureStartState(t *testing.T) {
 		mustExec(t, b, db, "DELETE FROM orders WHERE id > 2000; DROP TABLE items; ANALYZE orders; CREATE EXTENSION pg_stat_statements")
 	}
 
+	// The setup's writes reach the statistics first: late, they would
+	// read as written around the start's digest, which proves nothing.
+	statsSettled(ctx, t, a, "postgres")
 	before := time.Now()
 	rc := startCapture(t, a.DSN("postgres"), "--monitor-dsn", a.DSN("postgres")+" user=monitor")
 	conn := pgclustertest.Connect(ctx, t, rc.dsn(a.User(), "postgres"))
