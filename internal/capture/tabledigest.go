@@ -32,6 +32,14 @@ type TableDigest struct {
 	// NotDigested says why the table has no digest (larger than Below,
 	// the query failed or timed out).
 	NotDigested string `json:"not_digested,omitempty"`
+	// Written is the rows inserted, updated and deleted in the table,
+	// as the cumulative statistics tell, from just before the digests'
+	// snapshot to just after the start's WAL position was read: rows
+	// a copy at that position may hold otherwise than the digest. A
+	// difference on a table written so is not proven. 0 when none were
+	// seen (the statistics lag: see docs/start-state.md), -1 when the
+	// statistics could not tell.
+	Written int64 `json:"written,omitempty"`
 }
 
 // KeyRange is the rows whose key is from Lo (nil: no lower bound) up to

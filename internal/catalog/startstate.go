@@ -113,14 +113,19 @@ func ReadStartState(ctx context.Context, dsn string, opts Options, count StartCo
 		}
 		st.Databases = append(st.Databases, db)
 	}
+	var written map[[2]string]int64
 	if st.CountBelow > 0 {
 		// The rows themselves, in the monitoring connection's database,
 		// in one snapshot read just before the start's position. A
-		// failure leaves no digest: the replay then infers.
-		if d, err := DigestTables(ctx, conn, st.CountBelow, nil); err == nil {
-			st.Digests = d
-		} else if ctx.Err() != nil {
-			return nil, ctx.Err()
+		// failure leaves no digest: the replay then infers. The writes
+		// are read before the snapshot, and again after the position
+		// (digestWrites).
+		if written = tableWrites(ctx, conn, timeout, true); written != nil {
+			if d, err := DigestTables(ctx, conn, st.CountBelow, nil); err == nil {
+				st.Digests = d
+			} else if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 		}
 	}
 	err = readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
@@ -136,6 +141,11 @@ func ReadStartState(ctx context.Context, dsn string, opts Options, count StartCo
 	if err != nil {
 		return nil, fmt.Errorf("WAL position: %w", err)
 	}
+	if st.Digests != nil {
+		if err := digestWrites(ctx, conn, timeout, st.Digests, written); err != nil {
+			return nil, err
+		}
+	}
 	// A role without the right to pg_control_system still records the
 	// rest: the identifier only tells a physical copy from another.
 	_ = readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
@@ -147,6 +157,44 @@ func ReadStartState(ctx context.Context, dsn string, opts Options, count StartCo
 		return nil
 	})
 	return st, nil
+}
+
+// DigestWritesSettle is how long after reading the start's position the
+// capture waits before it reads the tables' writes again
+// (capture.TableDigest.Written): a server process reports its
+// statistics at most once a second (PostgreSQL 15 and later; every
+// half second before), so that the writes committed just before the
+// position have reached them.
+const DigestWritesSettle = 1100 * time.Millisecond
+
+// digestWrites sets each digest's Written: the table's rows inserted,
+// updated and deleted from before (read before the digests' snapshot)
+// to now, DigestWritesSettle after the start's position was read. A
+// table written in between may differ on a copy at the position from
+// its digest without the copy being wrong. A digested table the
+// statistics do not list then (dropped, or the statistics unread) gets
+// -1: a difference that cannot be told from a write is not a proof.
+func digestWrites(ctx context.Context, conn *pgx.Conn, timeout time.Duration, d *capture.TableDigests, before map[[2]string]int64) error {
+	select {
+	case <-time.After(DigestWritesSettle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	after := tableWrites(ctx, conn, timeout, true)
+	for i := range d.Tables {
+		t := &d.Tables[i]
+		k := [2]string{t.Schema, t.Name}
+		a, ok := after[k]
+		if !ok && t.NotDigested == "" {
+			// A table dropped since, or statistics unread: unproven.
+			t.Written = -1
+			continue
+		}
+		if a > before[k] {
+			t.Written = a - before[k]
+		}
+	}
+	return nil
 }
 
 func readStartTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration) ([]capture.StartTable, error) {
@@ -243,7 +291,7 @@ func countStartTables(ctx context.Context, conn *pgx.Conn, cnt *counter, tables 
 	if below <= 0 {
 		return nil
 	}
-	before := tableWrites(ctx, conn, cnt.timeout)
+	before := tableWrites(ctx, conn, cnt.timeout, false)
 	for i := range tables {
 		t := &tables[i]
 		if below <= 0 || t.Bytes > below {
@@ -259,7 +307,7 @@ func countStartTables(ctx context.Context, conn *pgx.Conn, cnt *counter, tables 
 		}
 		t.Rows, t.RowsFrom = n, capture.RowsCounted
 	}
-	after := tableWrites(ctx, conn, cnt.timeout)
+	after := tableWrites(ctx, conn, cnt.timeout, false)
 	for i := range tables {
 		t := &tables[i]
 		k := [2]string{t.Schema, t.Name}
@@ -272,14 +320,20 @@ func countStartTables(ctx context.Context, conn *pgx.Conn, cnt *counter, tables 
 	return nil
 }
 
-// tableWrites is each table's rows inserted and deleted so far, as the
-// cumulative statistics tell (nil when they cannot be read): read before
-// and after the counts, the difference is how far a count may be from
-// the table at the end of the counts.
-func tableWrites(ctx context.Context, conn *pgx.Conn, timeout time.Duration) map[[2]string]int64 {
+// tableWrites is each table's rows inserted and deleted so far, and
+// with updates its rows updated too, as the cumulative statistics tell
+// (nil when they cannot be read): read before and after the counts, the
+// difference is how far a count may be from the table at the end of the
+// counts; read before and after the digests, the tables whose rows
+// changed meanwhile.
+func tableWrites(ctx context.Context, conn *pgx.Conn, timeout time.Duration, updates bool) map[[2]string]int64 {
 	out := map[[2]string]int64{}
+	q := "SELECT schemaname, relname, n_tup_ins + n_tup_del FROM pg_stat_user_tables"
+	if updates {
+		q = "SELECT schemaname, relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables"
+	}
 	err := readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT schemaname, relname, n_tup_ins + n_tup_del FROM pg_stat_user_tables")
+		rows, err := tx.Query(ctx, q)
 		if err != nil {
 			return err
 		}

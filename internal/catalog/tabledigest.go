@@ -188,7 +188,16 @@ type DigestDiff struct {
 	// Why is set when the table could not be compared at all (missing).
 	Why    string
 	Ranges []string
+	// Written is the start's capture.TableDigest.Written: rows written
+	// in the table around the start's digest, which a copy at the
+	// start's position may hold otherwise than the digest.
+	Written int64
 }
+
+// Proven reports whether the difference proves the target's data
+// differs from the start: nothing was seen written in the table while
+// the start's digest and position were read.
+func (d DigestDiff) Proven() bool { return d.Written == 0 }
 
 // CompareDigests names each table of rec whose digest on the target
 // (tgt, read with rec as its ref) differs, and its differing key
@@ -213,7 +222,7 @@ func CompareDigests(rec, tgt *capture.TableDigests) []DigestDiff {
 			if ok {
 				why = t.NotDigested
 			}
-			out = append(out, DigestDiff{Schema: r.Schema, Name: r.Name, Why: why})
+			out = append(out, DigestDiff{Schema: r.Schema, Name: r.Name, Why: why, Written: r.Written})
 			continue
 		}
 		var diff []string
@@ -224,7 +233,7 @@ func CompareDigests(rec, tgt *capture.TableDigests) []DigestDiff {
 			diff = append(diff, rangeName(r.Ranges, i))
 		}
 		if diff != nil {
-			out = append(out, DigestDiff{Schema: r.Schema, Name: r.Name, Ranges: diff})
+			out = append(out, DigestDiff{Schema: r.Schema, Name: r.Name, Ranges: diff, Written: r.Written})
 		}
 	}
 	return out
@@ -243,10 +252,31 @@ func rangeName(rs []capture.KeyRange, i int) string {
 	}
 }
 
-// String says the difference: "public.t: keys 100..199, keys 200..299".
+// String says the difference: "public.t: keys 100..199, keys 200..299",
+// and for one not proven, why: "(12 rows written while the start's
+// digest was read: not proven)".
 func (d DigestDiff) String() string {
+	s := d.Schema + "." + d.Name + ": " + strings.Join(d.Ranges, ", ")
 	if d.Why != "" {
-		return d.Schema + "." + d.Name + ": " + d.Why
+		s = d.Schema + "." + d.Name + ": " + d.Why
 	}
-	return d.Schema + "." + d.Name + ": " + strings.Join(d.Ranges, ", ")
+	switch {
+	case d.Written < 0:
+		s += " (its writes around the start's digest unknown: not proven)"
+	case d.Written > 0:
+		s += fmt.Sprintf(" (%d rows written while the start's digest was read: not proven)", d.Written)
+	}
+	return s
+}
+
+// ProvenDiffs are the differences of diffs that are proven
+// (DigestDiff.Proven).
+func ProvenDiffs(diffs []DigestDiff) []DigestDiff {
+	var out []DigestDiff
+	for _, d := range diffs {
+		if d.Proven() {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,30 +72,20 @@ func TestAnswersFalseExit(t *testing.T) {
 	} {
 		t.Run(w.name, func(t *testing.T) {
 			ctx := context.Background()
-			opts := pgcluster.Options{Settings: map[string]string{"max_connections": "60"}}
-			src := pgclustertest.StartT(t, opts)
-			dst := pgclustertest.StartT(t, opts)
+			src, dst := answersServers(t)
 			var rows []string
 			bad := 0
 			for run := 1; run <= runs; run++ {
-				mustExec(t, src, "postgres", "DROP DATABASE IF EXISTS orig WITH (FORCE)", "CREATE DATABASE orig")
-				w.load(t, src)
-				dump := filepath.Join(t.TempDir(), "orig.dump")
-				pgTool(t, src, "pg_dump", "-Fc", "-f", dump, src.DSN("orig"))
-				rc := startCapture(t, src.DSN("orig"), "--monitor-dsn", src.DSN("orig"))
-				w.run(ctx, t, src, rc, run)
-				rc.stopOK(t)
+				capDir, dump := answersCapture(ctx, t, w, src, run)
 				speeds := []string{"0"}
 				if run == 1 {
 					speeds = append(speeds, "1")
 				}
 				for _, speed := range speeds {
 					db := "copy" + speed
-					mustExec(t, dst, "postgres", "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)", "CREATE DATABASE "+db)
-					pgTool(t, dst, "pg_restore", "--no-owner", "-d", dst.DSN(db), dump)
-					mustExec(t, dst, db, "ANALYZE")
+					answersCopy(t, dst, db, dump)
 					began := time.Now()
-					code, text, res := runReplay(t, "--target", dst.DSN(db), "--database-map", "orig="+db, "--speed", speed, "--findings=false", "--keep-answers", rc.dir)
+					code, text, res := runReplay(t, "--target", dst.DSN(db), "--database-map", "orig="+db, "--speed", speed, "--findings=false", "--keep-answers", capDir)
 					if res == nil {
 						t.Fatalf("run %d at speed %s: exit %d, no result:\n%s", run, speed, code, text)
 					}
@@ -123,6 +114,106 @@ func TestAnswersFalseExit(t *testing.T) {
 			t.Logf("%s: %d of %d replays exited non-zero or left an answer unexplained\n| workload | run | speed | exit | answers | differ | explained | unexplained | suspect | target's data | sync timeouts | explained by cause |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n%s",
 				w.name, bad, len(rows), strings.Join(rows, "\n"))
 		})
+	}
+}
+
+// answersServers are the source and the target of an answers case.
+func answersServers(t *testing.T) (src, dst *pgcluster.Cluster) {
+	opts := pgcluster.Options{Settings: map[string]string{"max_connections": "60"}}
+	return pgclustertest.StartT(t, opts), pgclustertest.StartT(t, opts)
+}
+
+// answersCapture makes run's start and recording of w: database orig of
+// src loaded afresh and dumped (the start), its writes settled in the
+// statistics (late, they would read as written around the start's
+// digest), then captured through the proxy with --monitor-dsn while w
+// runs. It returns the capture's directory and the dump.
+func answersCapture(ctx context.Context, t *testing.T, w answersWorkload, src *pgcluster.Cluster, run int) (dir, dump string) {
+	t.Helper()
+	mustExec(t, src, "postgres", "DROP DATABASE IF EXISTS orig WITH (FORCE)", "CREATE DATABASE orig")
+	w.load(t, src)
+	dump = filepath.Join(t.TempDir(), "orig.dump")
+	pgTool(t, src, "pg_dump", "-Fc", "-f", dump, src.DSN("orig"))
+	statsSettled(ctx, t, src, "orig")
+	rc := startCapture(t, src.DSN("orig"), "--monitor-dsn", src.DSN("orig"))
+	w.run(ctx, t, src, rc, run)
+	rc.stopOK(t)
+	return rc.dir, dump
+}
+
+// answersCopy restores dump into database db of dst, afresh, analyzed.
+func answersCopy(t *testing.T, dst *pgcluster.Cluster, db, dump string) {
+	t.Helper()
+	mustExec(t, dst, "postgres", "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)", "CREATE DATABASE "+db)
+	pgTool(t, dst, "pg_restore", "--no-owner", "-d", dst.DSN(db), dump)
+	mustExec(t, dst, db, "ANALYZE")
+}
+
+// statsSettled polls db's tables' writes in the cumulative statistics
+// until two reads 1.1 s apart (longer than a server process waits to
+// report them) agree, for 30 s at most.
+func statsSettled(ctx context.Context, t *testing.T, c *pgcluster.Cluster, db string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, c.DSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	last := int64(-1)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(1100 * time.Millisecond) {
+		var n int64
+		if err := conn.QueryRow(ctx, "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int8 FROM pg_stat_user_tables").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == last {
+			return
+		}
+		last = n
+	}
+	t.Fatalf("%s's writes still reaching the statistics after 30 s", db)
+}
+
+// TestAnswersDataDiffers is TestAnswersFalseExit's counterpart (issue
+// 77's acceptance: the data differs, proven): pgbench's concurrent mix
+// captured through the proxy as there, replayed onto the restored dump
+// with a tenth of pgbench_accounts' rows changed (aid 1 to 10,000 of
+// 100,000). The table digests name that table and the two key ranges
+// holding those rows, and no other table, before the first statement:
+// exit 6, no result, and nothing replayed (the copy's pgbench_history,
+// which every tpcb-like transaction appends to, stays empty).
+// PGREHEARSE_ANSWERS_RUNS runs (1 by default), each a capture of its own.
+func TestAnswersDataDiffers(t *testing.T) {
+	longCase(t)
+	runs := 1
+	if n, err := strconv.Atoi(os.Getenv("PGREHEARSE_ANSWERS_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	ctx := context.Background()
+	src, dst := answersServers(t)
+	w := answersWorkload{"pgbench", loadPgbenchMix, runPgbenchMix}
+	named := regexp.MustCompile(`^pgrehearse: REPLAY FAILED: the target's data differs from the recording's start \(table digests at WAL [0-9A-F]+/[0-9A-F]+\): ` +
+		`public\.pgbench_accounts: keys 1\.\.6250, keys 6251\.\.12500; nothing was replayed$`)
+	for run := 1; run <= runs; run++ {
+		capDir, dump := answersCapture(ctx, t, w, src, run)
+		answersCopy(t, dst, "copy", dump)
+		mustExec(t, dst, "copy", "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid <= 10000")
+		code, text, res := runReplay(t, "--target", dst.DSN("copy"), "--database-map", "orig=copy", "--speed", "0", "--findings=false", capDir)
+		var failed string
+		for _, l := range strings.Split(text, "\n") {
+			if strings.Contains(l, "REPLAY FAILED") {
+				failed = l
+			}
+		}
+		var history int64
+		conn := pgclustertest.Connect(ctx, t, dst.DSN("copy"))
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pgbench_history").Scan(&history); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("run %d: exit %d, %s", run, code, failed)
+		if code != ExitDiverged || res != nil || !named.MatchString(failed) || history != 0 {
+			t.Errorf("run %d onto the dump with a tenth of pgbench_accounts changed: exit %d, result %v, %d rows in pgbench_history; "+
+				"want exit %d, no result, pgbench_accounts' keys 1..12500 named alone, nothing replayed:\n%s", run, code, res != nil, history, ExitDiverged, text)
+		}
 	}
 }
 

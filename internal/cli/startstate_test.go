@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,25 +40,32 @@ ANALYZE;`
 // a copy. The start counts the rows of its tables (the role also has
 // pg_read_all_data), and so does the check: a copy missing half of
 // orders, never analyzed since (its estimate still says 5,000), is named
-// with both counts.
+// with both counts. The table digests stop a copy with fewer orders
+// (exit 6, nothing run), unless the manifest says orders was written
+// around the start's digest: the difference is then not proven, said
+// so, and the replay runs.
 func TestCaptureStartState(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	mustExec(t, a, "postgres", startStateSchema+"CREATE ROLE monitor LOGIN IN ROLE pg_monitor, pg_read_all_data;")
-	for _, db := range []string{"same", "fewer", "strict", "halved"} {
+	for _, db := range []string{"same", "fewer", "strict", "halved", "written"} {
 		mustExec(t, b, "postgres", "CREATE DATABASE "+db)
 		mustExec(t, b, db, startStateSchema)
 	}
 	mustExec(t, b, "postgres", startStateSchema)
 	// Half of orders deleted and not analyzed: autovacuum may not
 	// refresh the estimate behind the check's back.
+	mustExec(t, b, "written", "DELETE FROM orders WHERE id > 2000; ANALYZE orders")
 	mustExec(t, b, "halved", "ALTER TABLE orders SET (autovacuum_enabled = off); DELETE FROM orders WHERE id > 2500")
 	for _, db := range []string{"fewer", "strict", "postgres"} {
 		mustExec(t, b, db, "DELETE FROM orders WHERE id > 2000; DROP TABLE items; ANALYZE orders; CREATE EXTENSION pg_stat_statements")
 	}
 
+	// The setup's writes reach the statistics first: late, they would
+	// read as written around the start's digest, which proves nothing.
+	statsSettled(ctx, t, a, "postgres")
 	before := time.Now()
 	rc := startCapture(t, a.DSN("postgres"), "--monitor-dsn", a.DSN("postgres")+" user=monitor")
 	conn := pgclustertest.Connect(ctx, t, rc.dsn(a.User(), "postgres"))
@@ -161,6 +169,24 @@ func TestCaptureStartState(t *testing.T) {
 		t.Errorf("onto a copy whose digests differ a statement ran: events %q, want 0", got)
 	}
 
+	// The same difference on a table written while the start's digest
+	// was read (the manifest says so, as if a session outside the proxy
+	// had written it) is not proven: the replay runs, and the pre-flight
+	// line and the result say why the difference is not the target's.
+	written := writtenCapture(t, rc.dir, "orders", 7)
+	code, text, res := runReplay(t, "--target", b.DSN("written"), "--database-map", "postgres=written", "--speed", "0", "--findings=false", written)
+	t.Logf("replay onto written (exit %d):\n%s", code, text)
+	if code != ExitOK || res == nil || !regexp.MustCompile(`table digests: 3 of 3 tables compared with the start's, 2 match; 1 differs, not proven: `+
+		`public\.orders: keys [0-9.]+.* \(7 rows written while the start's digest was read: not proven\)\n`).MatchString(text) {
+		t.Errorf("onto a copy with fewer orders, orders written around the start's digest: exit %d, want 0 and orders' difference said not proven", code)
+	} else if sd := res.StartDigests; sd == nil || sd.Compared != 3 || sd.Match != 2 || len(sd.Unproven) != 1 ||
+		sd.Unproven[0].Table != "public.orders" || sd.Unproven[0].Written != 7 || len(sd.Unproven[0].Ranges) == 0 {
+		t.Errorf("the result's start_digests %+v, want 3 compared, 2 matching, orders unproven with its 7 rows written", sd)
+	}
+	if got := queryLines(t, b, "written", "SELECT count(*) FROM events"); len(got) != 1 || got[0] != "5" {
+		t.Errorf("onto a copy whose only difference is not proven the capture did not run: events %q, want 5", got)
+	}
+
 	mustExec(t, b, "strict", "SELECT pg_stat_statements_reset()")
 	code, text = replayOnto("strict", "--require-start-state")
 	if code != ExitFailure || !strings.Contains(text, "PRE-FLIGHT FAILED: --require-start-state") ||
@@ -215,6 +241,44 @@ func TestCaptureStartState(t *testing.T) {
 	if len(ran) != 0 {
 		t.Errorf("rehearse with --require-start-state: the capture's statements ran on the candidate: %q", ran)
 	}
+}
+
+// writtenCapture copies the capture dir, its manifest saying that n rows
+// were written in table around the start's digest.
+func writtenCapture(t *testing.T, dir, table string, n int64) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "written")
+	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, "capture.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := m["start_state"].(map[string]any)
+	d, _ := st["digests"].(map[string]any)
+	tables, _ := d["tables"].([]any)
+	found := false
+	for _, tb := range tables {
+		if tm, ok := tb.(map[string]any); ok && tm["name"] == table {
+			tm["written"], found = n, true
+		}
+	}
+	if !found {
+		t.Fatalf("%s has no digest of %s", path, table)
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestCaptureMonitorUnreachable: a monitoring connection that fails stops

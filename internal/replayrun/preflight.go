@@ -50,7 +50,8 @@ type Preflight struct {
 	StartErr   error
 	// Digests are the target's table digests, read on the ranges of
 	// those StartState stored (nil without them, or when they could
-	// not be read: DigestErr); DigestDiffs the tables that differ.
+	// not be read: DigestErr); DigestDiffs the tables that differ,
+	// proven or not (catalog.DigestDiff.Proven).
 	Digests     *capfile.TableDigests
 	DigestErr   error
 	DigestDiffs []catalog.DigestDiff
@@ -189,7 +190,7 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, set *source.
 	if pf.startFailed(cfg.StartCheck) {
 		return nil, &StartStateError{Preflight: pf}
 	}
-	if len(pf.DigestDiffs) > 0 {
+	if len(catalog.ProvenDiffs(pf.DigestDiffs)) > 0 {
 		return nil, &DataDiffersError{Preflight: pf}
 	}
 	r.SetStartProven(provenTables(cfg, pf, logins))

@@ -221,6 +221,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, runErr
 	}
 	o := &Outcome{Result: res, Evidence: evidence, Preflight: pf, Err: runErr}
+	res.StartDigests = startDigests(pf)
 	if evidence != nil {
 		replay.NoteTargetWaits(res, targetWaits(evidence))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
@@ -117,7 +118,7 @@ func provenTables(cfg Config, pf *Preflight, logins []replay.Login) []string {
 		return nil
 	}
 	rec := pf.StartState.Digests
-	if rec == nil || pf.Digests == nil || pf.DigestErr != nil || len(pf.DigestDiffs) > 0 {
+	if rec == nil || pf.Digests == nil || pf.DigestErr != nil || len(catalog.ProvenDiffs(pf.DigestDiffs)) > 0 {
 		return nil
 	}
 	db := rec.Database
@@ -129,9 +130,15 @@ func provenTables(cfg Config, pf *Preflight, logins []replay.Login) []string {
 			return nil
 		}
 	}
+	differs := map[string]bool{}
+	for _, d := range pf.DigestDiffs {
+		differs[d.Schema+"."+d.Name] = true
+	}
+	// A table written around the start's digest is proven by neither
+	// a match nor a difference.
 	var out []string
 	for _, t := range rec.Tables {
-		if t.NotDigested == "" {
+		if t.NotDigested == "" && t.Written == 0 && !differs[t.Schema+"."+t.Name] {
 			out = append(out, t.Schema+"."+t.Name)
 		}
 	}
@@ -156,13 +163,14 @@ func digestTarget(ctx context.Context, target, db string, rec *capfile.TableDige
 }
 
 // DataDiffersError is Run's error when the target's table digests differ
-// from those the recording stored at its start: the target is not the
-// start, proven by its rows; nothing was replayed.
+// from those the recording stored at its start, on a table nothing was
+// seen written in meanwhile (catalog.DigestDiff.Proven): the target is
+// not the start, proven by its rows; nothing was replayed.
 type DataDiffersError struct{ Preflight *Preflight }
 
 func (e *DataDiffersError) Error() string {
 	var ds []string
-	for _, d := range e.Preflight.DigestDiffs {
+	for _, d := range catalog.ProvenDiffs(e.Preflight.DigestDiffs) {
 		ds = append(ds, d.String())
 	}
 	return "the target's data differs from the recording's start (table digests at WAL " + e.Preflight.StartState.Digests.LSN +
@@ -194,8 +202,29 @@ func CheckStart(ctx context.Context, cfg Config, logins []replay.Login) (*Prefli
 	if pf.startFailed(cfg.StartCheck) {
 		return pf, &StartStateError{Preflight: pf}
 	}
-	if len(pf.DigestDiffs) > 0 {
+	if len(catalog.ProvenDiffs(pf.DigestDiffs)) > 0 {
 		return pf, &DataDiffersError{Preflight: pf}
 	}
 	return pf, nil
+}
+
+// startDigests is the result's account of the digests' comparison:
+// nil when none was made.
+func startDigests(pf *Preflight) *results.StartDigests {
+	if pf == nil || pf.StartState == nil || pf.StartState.Digests == nil || pf.Digests == nil || pf.DigestErr != nil {
+		return nil
+	}
+	sd := &results.StartDigests{}
+	for _, t := range pf.StartState.Digests.Tables {
+		if t.NotDigested == "" {
+			sd.Compared++
+		}
+	}
+	sd.Match = sd.Compared - len(pf.DigestDiffs)
+	for _, d := range pf.DigestDiffs {
+		if !d.Proven() {
+			sd.Unproven = append(sd.Unproven, results.UnprovenDigest{Table: d.Schema + "." + d.Name, Ranges: d.Ranges, Why: d.Why, Written: d.Written})
+		}
+	}
+	return sd
 }

@@ -67,7 +67,17 @@ func writeDigestCheck(w io.Writer, pf *replayrun.Preflight) {
 			n++
 		}
 	}
-	fmt.Fprintf(w, "pre-flight: table digests: %d of %d tables compared with the start's, %d match\n", n, len(rec.Tables), n-len(pf.DigestDiffs))
+	fmt.Fprintf(w, "pre-flight: table digests: %d of %d tables compared with the start's, %d match", n, len(rec.Tables), n-len(pf.DigestDiffs))
+	if len(pf.DigestDiffs) > 0 && len(catalog.ProvenDiffs(pf.DigestDiffs)) == 0 {
+		// Every difference is on a table written around the start's
+		// digest: a copy at the start's position may differ so.
+		var ds []string
+		for _, d := range pf.DigestDiffs {
+			ds = append(ds, d.String())
+		}
+		fmt.Fprintf(w, "; %d %s, not proven: %s", len(ds), plural(len(ds), "differs", "differ"), strings.Join(ds, "; "))
+	}
+	fmt.Fprintln(w)
 }
 
 // StartStateFailed is the error of a pre-flight that --require-start-state

@@ -511,6 +511,7 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	m.TargetLog = mergeTargetLogs(x.TargetLog, y.TargetLog)
 	m.Shards = mergeShardRuns(x.Shards, y.Shards)
 	m.StartupSettings = mergeStartup(x.StartupSettings, y.StartupSettings)
+	m.StartDigests = cmp.Or(x.StartDigests, y.StartDigests) // one target, one start
 	m.BatchInserts = mergeBatch(x.BatchInserts, y.BatchInserts)
 	m.Leftovers = mergeLeftovers(x.Leftovers, y.Leftovers)
 	if x.Preamble != nil || y.Preamble != nil {

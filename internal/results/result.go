@@ -262,6 +262,13 @@ type Replay struct {
 	// results silently; nil in an analysis and in results from before.
 	StartupSettings *StartupSettings `json:"startup_settings,omitempty"`
 
+	// StartDigests is how the target's table digests compared, before
+	// the first statement, with those the capture stored at its start;
+	// nil when none were compared. A difference proven stops the replay
+	// before it runs (no result); one on a table written around the
+	// start's digest is listed in Unproven and the replay goes on.
+	StartDigests *StartDigests `json:"start_digests,omitempty"`
+
 	// Preamble counts what a replay of a capture ran to recreate the
 	// state of the sessions recorded from the middle before their first
 	// statement; nil when it had none.
@@ -315,6 +322,32 @@ type Preamble struct {
 	Sessions   int64 `json:"sessions"`
 	Statements int64 `json:"statements"`
 	Failed     int64 `json:"failed"`
+}
+
+// StartDigests is the pre-flight's comparison of the target's table
+// digests with the start's.
+type StartDigests struct {
+	// Compared counts the tables digested at the start and compared on
+	// the target; Match those whose digests are equal.
+	Compared int `json:"compared"`
+	Match    int `json:"match"`
+	// Unproven are the tables whose digests differ but were written
+	// while the start's digest and position were read, so that a copy
+	// at the start's position may differ so: not the target's fault for
+	// certain, their answers not proven either way.
+	Unproven []UnprovenDigest `json:"unproven,omitempty"`
+}
+
+// UnprovenDigest is one table whose digest differs, not proven.
+type UnprovenDigest struct {
+	// Table is schema.name; Ranges the key ranges that differ ("keys
+	// 1..6250", "all rows"), or Why the table could not be compared.
+	Table  string   `json:"table"`
+	Ranges []string `json:"ranges,omitempty"`
+	Why    string   `json:"why,omitempty"`
+	// Written is the rows written in it around the start's digest, as
+	// the cumulative statistics told; -1 when they could not tell.
+	Written int64 `json:"written"`
 }
 
 // StartupSettings is what a replay knows of its sessions' startup
