@@ -316,11 +316,12 @@ func (r *Report) figureState(f ruleFigure, rule Rule, broken, underFloors bool, 
 	// Undecided is left for an interval that still holds both no
 	// change and a change beyond the threshold.
 	if high > t && e.High > t && (!ciOK || ci.High > t) {
-		if e.High < high {
+		// Shown: the narrower of the look's interval and e's, or e's
+		// where the look's (Welch's t at a later look) lies wholly
+		// beyond the threshold while e's holds it: the rule waits on
+		// e's (Rule.check), so that what is shown holds the threshold.
+		if e.High < high || low > t && e.Low <= t {
 			u.Low, u.High, u.Level = e.Low, finite(e.High), e.Level
-		}
-		if ciOK && ci.High < u.High {
-			u.Low, u.High, u.Level = ci.Low, finite(ci.High), ci.Level
 		}
 		u.whatHolds(e, !r.noHistograms())
 		return ruleUndecided, u

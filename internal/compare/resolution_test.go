@@ -153,7 +153,13 @@ func TestResolutionClears(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		var stated []float64
 		for seed := range uint64(seeds) {
-			_, rep := fixedRehearsal(t, 2000+seed, 0.10, nil, n)
+			// As a rehearsal states it (Looks: a rule cleared by the
+			// rank interval or the rounds' Welch interval).
+			h, _ := fixedRehearsal(t, 2000+seed, 0.10, nil, n)
+			rep, err := Runs(h.base, h.cand, Options{Look: 1, Looks: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
 			r := rep.Resolution
 			if r.MeanClears <= 1 || r.P95Clears <= 1 || rep.Query(r.MeanClearsBy) == nil || rep.Query(r.P95ClearsBy) == nil {
 				t.Fatalf("seed %d: resolution %+v", seed, r)

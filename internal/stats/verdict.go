@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 )
@@ -134,4 +135,66 @@ var tQuantiles sync.Map
 type tKey struct {
 	p  float64
 	df int
+}
+
+// ClearsReach is, in standard deviations of a round's logarithm, how far
+// above no change the interval that clears a rule (the rank interval of
+// Effect, mirrored, or GuardedWelchInterval, whichever ends lower) ends
+// for identical sides of m and n normal rounds at two-sided level alpha,
+// at its quantile power: exp(sd·ClearsReach) is the tightest threshold
+// identical sides clear with chance power. Drawn as RankDetectable is (a
+// fixed seed, 4000 draws, kept per m, n and alpha); +Inf with fewer than
+// MinVerdictRounds a side, or neither interval.
+func ClearsReach(m, n int, alpha, power float64) float64 {
+	key := detectKey{m, n, alpha, power}
+	if v, ok := clearsReach.Load(key); ok {
+		return v.(float64)
+	}
+	d := clearsReachOf(m, n, alpha, power)
+	clearsReach.Store(key, d)
+	return d
+}
+
+var clearsReach sync.Map
+
+func clearsReachOf(m, n int, alpha, power float64) float64 {
+	if m < MinVerdictRounds || n < MinVerdictRounds || power <= 0 || power >= 1 {
+		return math.Inf(1)
+	}
+	k, _ := rankK(m, n, alpha)
+	r := rand.New(rand.NewPCG(764, uint64(m*1000+n)))
+	x, y := make([]float64, m), make([]float64, n)
+	diffs := make([]float64, m*n)
+	reach := make([]float64, rankDraws)
+	for i := range reach {
+		for j := range x {
+			x[j] = r.NormFloat64()
+		}
+		for j := range y {
+			y[j] = r.NormFloat64()
+		}
+		high := math.Inf(1)
+		if k > 0 {
+			// Effect's mirrored rank interval on the logarithms, as
+			// rankDetectableOf draws it.
+			for a := range x {
+				for b := range y {
+					diffs[a*n+b] = y[b] - x[a]
+				}
+			}
+			slices.Sort(diffs)
+			low, hi := diffs[k-1], diffs[len(diffs)-k]
+			d := Median(y) - Median(x)
+			if d < low || d > hi {
+				d = Median(diffs)
+			}
+			high = d + math.Max(d-low, hi-d)
+		}
+		lx, _ := withoutOutlier(x)
+		ly, _ := withoutOutlier(y)
+		high = math.Min(high, math.Log(welch(lx, ly, alpha).High))
+		reach[i] = high
+	}
+	slices.Sort(reach)
+	return reach[min(len(reach)-1, int(math.Ceil(power*float64(len(reach))))-1)]
 }

@@ -296,3 +296,62 @@ func TestVerdictIntervalDesigns(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardedWelchInterval: the guard leaves out one round far from its
+// side's median, on a side of four rounds or more, and nothing else;
+// the interval holds its ratio; fewer than three rounds a side give none.
+func TestGuardedWelchInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		x, y    []float64
+		dropped int
+		ok      bool
+	}{
+		{"three a side", []float64{10, 10.5, 9.8}, []float64{10.2, 9.9, 10.4}, 0, true},
+		{"slow round of four", []float64{10, 10.5, 9.8, 10.1}, []float64{10.2, 9.9, 15, 10.4}, 1, true},
+		{"slow round of three kept", []float64{10, 10.5, 9.8}, []float64{10.2, 15, 10.4}, 0, true},
+		{"spread, no outlier", []float64{8, 9, 10, 11, 12}, []float64{8.5, 9.5, 10.5, 11.5}, 0, true},
+		{"two rounds", []float64{10, 10.5}, []float64{10.2, 9.9, 10.4}, 0, false},
+	} {
+		in, ok := GuardedWelchInterval(tc.x, tc.y, 0.10, 0)
+		plain, _ := WelchInterval(tc.x, tc.y, 0.10, 0)
+		if ok != tc.ok || in.Dropped != tc.dropped {
+			t.Errorf("%s: ok %v, dropped %d; want %v, %d", tc.name, ok, in.Dropped, tc.ok, tc.dropped)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if in.Low > in.Ratio || in.High < in.Ratio || in.Level != 0.90 {
+			t.Errorf("%s: %+v", tc.name, in)
+		}
+		if tc.dropped == 0 && in != plain {
+			t.Errorf("%s: guarded %+v, plain %+v", tc.name, in, plain)
+		}
+		if tc.dropped > 0 && in.High >= plain.High {
+			t.Errorf("%s: guarded %+v not narrower than plain %+v", tc.name, in, plain)
+		}
+	}
+}
+
+// TestClearsReach: the interval that clears (the rank interval or the
+// guarded Welch interval, whichever ends lower) reaches no further above
+// 1 than the rank interval alone, and less far with more rounds.
+func TestClearsReach(t *testing.T) {
+	prev := math.Inf(1)
+	ns := []int{3, 4, 5}
+	if *long {
+		ns = append(ns, 8, 12)
+	}
+	for _, n := range ns {
+		c, r := ClearsReach(n, n, 0.10, 0.8), RankDetectable(n, n, 0.10, 0.8)
+		t.Logf("%d rounds a side: clears at %.2f sd, the rank interval alone %.2f", n, c, r)
+		if math.IsInf(c, 0) || c > r || c >= prev {
+			t.Errorf("%d rounds a side: reach %.3f, the rank interval's %.3f, %.3f with fewer", n, c, r, prev)
+		}
+		prev = c
+	}
+	if !math.IsInf(ClearsReach(2, 3, 0.10, 0.8), 1) {
+		t.Error("two rounds: a reach")
+	}
+}
