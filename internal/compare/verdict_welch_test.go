@@ -51,11 +51,11 @@ func welchRehearsal(t *testing.T, seed uint64, sigma, ratio float64, rules strin
 // rehearsals; it never FAILs more often than the rank interval's
 // verdict did, nor in more than a few in a hundred; a 1.5x and a 2x
 // FAIL mean>+10% at least as often as before, and never PASS. make test
-// runs a few seeds of the new verdict (the invariants);
+// runs two seeds of the new verdict (the invariants);
 // PGREHEARSE_LONG=1 runs 200 seeds of both, for the rates
 // (docs/noise-measured.md).
 func TestVerdictWelchThroughRuns(t *testing.T) {
-	seeds, both := 3, false
+	seeds, both := 2, false
 	if os.Getenv("PGREHEARSE_LONG") != "" {
 		seeds, both = 200, true
 	}
