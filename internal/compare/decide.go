@@ -25,11 +25,13 @@ import (
 // evenly over the later looks the budget allows (Bonferroni), so that
 // the later looks together spend at most Alpha as the first did, and a
 // rule broken at a later look is broken only where the figure's interval
-// at that level excludes 1 as well. An interval too wide to reach that
-// level with the rounds so far decides nothing. Clearing a rule claims
-// no change, so it needs no share of Alpha: at every look a rule is clear
-// of a query whose figure's interval at Alpha (the comparison's own)
-// ends at or under the threshold. A rule broken at a look
+// at that level (Welch's t over the rounds, lookInterval) excludes 1 as
+// well. An interval too wide to reach that level with the rounds so far
+// decides nothing. Clearing a rule claims no change, so it needs no
+// share of Alpha: at every look a rule is clear of a query whose
+// figure's interval at Alpha (the comparison's own, or the rounds'
+// guarded Welch interval, clearInterval) ends at or under the
+// threshold. A rule broken at a look
 // whose noise is not measured (fewer rounds a side than a rank interval
 // needs: the default noise floors judged it) is undecided while rounds
 // may be added: on a loaded machine two rounds a side of identical
@@ -350,10 +352,11 @@ type ClearedInterval struct {
 // clearInterval is the interval of a figure over the runs bv and kv at
 // the comparison's level alpha that clears a rule beside the effect's
 // own: Welch's t on the rounds' logarithms with the outlier guard
-// (stats.GuardedWelchInterval). Through the rehearsal's budget it clears
-// identical candidates of mean>+10% in 0.89 of synthetic rehearsals
-// whose rounds are 5% apart where the rank interval alone cleared 0.77,
-// and a round 1.5x slow leaves it clearing them (docs/noise-measured.md,
+// (stats.GuardedWelchInterval). Through the rehearsal's budget, beside
+// the effect's, it PASSes identical candidates on mean>+10% in 0.98 of
+// synthetic rehearsals whose rounds are 5% apart where the effect's
+// alone passed 0.93 (0.70 against 0.53 at 10% apart), and 0.97 with one
+// round 1.5x slow against 0.73 (docs/noise-measured.md,
 // TestVerdictIntervalDesigns in internal/stats); ok is false with fewer
 // than three runs a side, where it was not measured.
 func clearInterval(bv, kv []float64, alpha float64) (stats.Interval, bool) {
