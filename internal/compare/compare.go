@@ -76,6 +76,10 @@ type Options struct {
 	// ever undecided (a comparison of results that cannot have more
 	// runs, pgrehearse report's), as before rehearsals added rounds.
 	Look, Looks int
+	// rankOnly judges the rules on the rank interval alone, as before
+	// the rounds' Welch interval (clearInterval, lookInterval): for the
+	// tests that measure the two side by side.
+	rankOnly bool
 	// JudgeLevel is the level a query's mean is judged on where it can
 	// be (QueryLevels.Judged): LevelServer (or empty), the default,
 	// judges pg_stat_statements' time where every run has it;
@@ -402,6 +406,11 @@ type Effect struct {
 	// p95) slower beyond every floor, but the calls inside the runs
 	// could not carry that change: it is then not a regression.
 	Calls *CallsEvidence `json:"calls,omitempty"`
+	// Cleared is, where a rule was cleared of this figure by the
+	// rounds' Welch interval while Low-High holds the rule's threshold
+	// (decide's clearInterval), that interval: what the verdict read.
+	// nil where Low-High cleared every rule, or no rule read it.
+	Cleared *ClearedInterval `json:"cleared_by,omitempty"`
 	// AddedShare is, for a slower mean, what the change adds per run at
 	// the end of its interval nearer 1 over all the time the baseline's
 	// runs took at the figure's level (DefaultMinTimeShare); 0 for

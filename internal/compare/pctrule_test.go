@@ -98,15 +98,23 @@ func TestPercentileRuleWithoutOverhead(t *testing.T) {
 		}
 	}
 
-	// A later look confirms on the figure that broke the rule: three
-	// rounds a side cannot reach the second look's level (undecided,
-	// the figure named as the one without the overhead), seven can.
-	rep, err := Runs(base, cand, Options{Rules: rules, Look: 2, Looks: 6})
+	// A later look confirms on the figure that broke the rule: the
+	// rank interval over three rounds a side cannot reach the second
+	// look's level (undecided, the figure named as the one without the
+	// overhead); their Welch interval can, and seven rounds' can.
+	rep, err := Runs(base, cand, Options{Rules: rules, Look: 2, Looks: 6, rankOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if u := rep.Verdict.Undecided; rep.Verdict.Status != VerdictUndecided || len(u) != 1 || u[0].OverheadMS == 0 || u[0].Metric != MetricP95 || u[0].Ratio < 1.5 {
-		t.Errorf("second look of 3 rounds a side: %s, undecided %+v", rep.Verdict.Status, u)
+		t.Errorf("second look of 3 rounds a side, rank interval: %s, undecided %+v", rep.Verdict.Status, u)
+	}
+	checkVerdict(t, "second look", rep)
+	if rep, err = Runs(base, cand, Options{Rules: rules, Look: 2, Looks: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict.Status != VerdictFail || len(rep.Verdict.Broken) != 1 || rep.Verdict.Broken[0].WithoutOverhead == nil {
+		t.Errorf("second look of 3 rounds a side: %s, broken %+v, undecided %+v", rep.Verdict.Status, rep.Verdict.Broken, rep.Verdict.Undecided)
 	}
 	checkVerdict(t, "second look", rep)
 	base, cand = lookupSides(t, 7)

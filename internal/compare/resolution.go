@@ -159,15 +159,28 @@ func (c *comparer) roundSD(b, k []*Query, m Metric) (float64, bool) {
 // clears is the tightest threshold (a factor) of a rule on figure m that
 // identical sides' interval at the comparison's level (Alpha: a rule is
 // cleared on it at every look) ends under with chance power, for a query
-// over the runs b and k: the rank interval's reach above 1 for identical
-// normal rounds at that quantile (stats.RankDetectable, the interval
-// being symmetric about no change). +Inf without one.
+// over the runs b and k: the reach above 1 for identical normal rounds
+// at that quantile of the interval that clears (clearsReach). +Inf
+// without one.
 func (c *comparer) clears(b, k []*Query, m Metric, power float64) float64 {
 	sd, ok := c.roundSD(b, k, m)
 	if !ok {
 		return math.Inf(1)
 	}
-	return math.Exp(sd * stats.RankDetectable(len(values(b, m)), len(values(k, m)), c.o.Alpha, power))
+	return math.Exp(sd * c.clearsReach(len(values(b, m)), len(values(k, m)), power))
+}
+
+// clearsReach is how far above 1, in standard deviations of a round's
+// logarithm, the interval that clears a rule ends for identical sides of
+// m and n rounds with chance power: in a rehearsal (Looks), the rank
+// interval or the rounds' guarded Welch interval, whichever ends lower
+// (decide's clearInterval; stats.ClearsReach); else the rank interval's
+// (stats.RankDetectable, the interval being symmetric about no change).
+func (c *comparer) clearsReach(m, n int, power float64) float64 {
+	if c.o.Looks > 0 && !c.o.rankOnly {
+		return stats.ClearsReach(m, n, c.o.Alpha, power)
+	}
+	return stats.RankDetectable(m, n, c.o.Alpha, power)
 }
 
 // runsDetectable is the smallest change (a factor) the rank interval
@@ -191,7 +204,11 @@ func (c *comparer) meanClears(q *QueryDiff, power float64) float64 {
 			lt = lv.Application
 		}
 		if lt != nil {
-			return runsDetectable(lt.BaselineRunsMS, lt.CandidateRunsMS, c.o.Alpha, power)
+			sd, _, ok := stats.LogSD(clampMS(lt.BaselineRunsMS), clampMS(lt.CandidateRunsMS))
+			if !ok {
+				return math.Inf(1)
+			}
+			return math.Exp(sd * c.clearsReach(len(lt.BaselineRunsMS), len(lt.CandidateRunsMS), power))
 		}
 	}
 	return c.clears(q.BaselineRows, q.CandidateRows, MetricMean, power)

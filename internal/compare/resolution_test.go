@@ -13,17 +13,23 @@ import (
 // decide's tests (queries a, b, c; rounds sigma apart on the log scale),
 // the candidate's scaled by shift, compared once.
 func fixedRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]float64, n int) (*rehearsal, *Report) {
+	h := fixedRounds(t, seed, sigma, shift, n)
+	rep, err := Runs(h.base, h.cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, rep
+}
+
+// fixedRounds are fixedRehearsal's rounds, not compared.
+func fixedRounds(t *testing.T, seed uint64, sigma float64, shift map[string]float64, n int) *rehearsal {
 	h := &rehearsal{sides: sides{t: t, r: rand.New(rand.NewPCG(seed, 76))}, sigma: sigma, shift: shift,
 		means: map[string]float64{"a": 2000, "b": 5000, "c": 12000}}
 	for range n {
 		h.round(false)
 		h.round(true)
 	}
-	rep, err := Runs(h.base, h.cand, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, rep
+	return h
 }
 
 // The interval of the application's next run holds it: on synthetic
@@ -153,7 +159,13 @@ func TestResolutionClears(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		var stated []float64
 		for seed := range uint64(seeds) {
-			_, rep := fixedRehearsal(t, 2000+seed, 0.10, nil, n)
+			// As a rehearsal states it (Looks: a rule cleared by the
+			// rank interval or the rounds' Welch interval).
+			h := fixedRounds(t, 2000+seed, 0.10, nil, n)
+			rep, err := Runs(h.base, h.cand, Options{Look: 1, Looks: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
 			r := rep.Resolution
 			if r.MeanClears <= 1 || r.P95Clears <= 1 || rep.Query(r.MeanClearsBy) == nil || rep.Query(r.P95ClearsBy) == nil {
 				t.Fatalf("seed %d: resolution %+v", seed, r)
@@ -164,7 +176,7 @@ func TestResolutionClears(t *testing.T) {
 		passed := func(f float64) int {
 			k := 0
 			for seed := range uint64(seeds) {
-				h, _ := fixedRehearsal(t, 7000+seed, 0.10, nil, n)
+				h := fixedRounds(t, 7000+seed, 0.10, nil, n)
 				// The first look of a rehearsal that may add rounds: an
 				// interval holding the threshold leaves it undecided.
 				rep, err := Runs(h.base, h.cand, Options{Rules: mustRules(t, fmt.Sprintf("mean>+%.1f%%", 100*(f-1))), Look: 1, Looks: 6})

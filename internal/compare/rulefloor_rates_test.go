@@ -92,7 +92,7 @@ func judgeTiny(t *testing.T, h *tinyRehearsal, rules []Rule, look, looks int) (*
 			n.open++
 		default:
 			n.neither++
-			if e := q.Effects.Mean; e.Low <= 1.5 && e.High > 1.5 {
+			if e := q.Effects.Mean; e.Low <= 1.5 && verdictHigh(&e) > 1.5 {
 				t.Errorf("sigma %.2f shift %.1f: %s is %s with its mean's interval %.2f-%.2f holding the rule's 1.5x", h.sigma, h.shift, fp, q.Status, e.Low, e.High)
 			}
 		}
