@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,6 +141,29 @@ func TestCallsReasonWords(t *testing.T) {
 			Effects: &compare.Effects{P95: tc.e}, Baseline: &compare.Figures{Latency: querystats.Latency{TimedCalls: 120}}, Candidate: &compare.Figures{Latency: querystats.Latency{TimedCalls: 130}}}
 		if got := QueryNotes(rep, q); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: %q, want %q", tc.reason, got, tc.want)
+		}
+	}
+}
+
+// TestClearedIntervalNoted: a rule the verdict cleared on the rounds'
+// Welch interval while the interval shown holds its threshold is noted
+// with the interval that cleared it; none when the shown one cleared.
+func TestClearedIntervalNoted(t *testing.T) {
+	rep := &compare.Report{}
+	shown := compare.Effect{Estimate: compare.Estimate{Ratio: 1.04, Low: 0.96, High: 1.14}}
+	for _, tc := range []struct {
+		cleared *compare.ClearedInterval
+		want    []string
+	}{
+		{nil, nil},
+		{&compare.ClearedInterval{Low: 0.99, High: 1.08, Level: 0.9}, []string{"the mean's rules cleared on the rounds' 90% interval 0.990-1.080, not the one shown"}},
+		{&compare.ClearedInterval{Low: 0.99, High: 1.08, Level: 0.9, Dropped: 1}, []string{"the mean's rules cleared on the rounds' 90% interval 0.990-1.080, not the one shown (1 outlying round left out)"}},
+	} {
+		e := shown
+		e.Cleared = tc.cleared
+		q := &compare.QueryDiff{Status: compare.StatusUnchanged, Effects: &compare.Effects{Mean: e}}
+		if got := QueryNotes(rep, q); !slices.Equal(got, tc.want) {
+			t.Errorf("cleared %+v: %q, want %q", tc.cleared, got, tc.want)
 		}
 	}
 }

@@ -652,6 +652,19 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			out = append(out, "the runs fall in groups: the change of the "+strings.Join(pair, ", ")+
 				" is the median of the run-to-run ratios, as the ratio of the medians fell outside its interval")
 		}
+		// A rule cleared on an interval other than the one shown says
+		// so, or the shown interval would hold a threshold the verdict
+		// passed.
+		for _, m := range []compare.Metric{compare.MetricMean, compare.MetricP50, compare.MetricP95, compare.MetricP99} {
+			if c := e.Of(m).Cleared; c != nil {
+				s := fmt.Sprintf("the %s's rules cleared on the rounds' %.0f%% interval %s-%s, not the one shown",
+					m, 100*c.Level, fmtBound(c.Low), fmtBound(c.High))
+				if c.Dropped > 0 {
+					s += fmt.Sprintf(" (%d outlying %s left out)", c.Dropped, plural(c.Dropped, "round", "rounds"))
+				}
+				out = append(out, s)
+			}
+		}
 	}
 	for _, r := range q.Reasons {
 		switch r {
