@@ -129,6 +129,9 @@ type syncRun struct {
 	lostTxs []results.LostCommit
 
 	waited, timeouts, deadlocks, starts, lostN, shardLost atomic.Int64
+	// unpaced: speed 0, where no session pauses by its schedule (see
+	// foreignStill).
+	unpaced bool
 }
 
 // newSyncRun returns the state of a synchronized replay, or nil and why
@@ -144,7 +147,7 @@ func newSyncRun(o Options) (*syncRun, string) {
 	}
 	tr := newTracker(o.Sync)
 	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{},
-		sharded: o.Peers != nil || o.OthersUnseen}, ""
+		sharded: o.Peers != nil || o.OthersUnseen, unpaced: !o.Schedule().Paced()}, ""
 }
 
 func (sr *syncRun) note(format string, args ...any) {
@@ -535,7 +538,7 @@ func (s *session) deadlockCheck(aw *awaited, still time.Duration) (looked, found
 		// Another shard's commit: its session is not ours to follow, so
 		// any other shard's backend blocked by this one's locks is
 		// taken for it (see foreignCycle).
-		found, ok = sr.foreignCycle(s)
+		found, ok = sr.foreignCycle(s, aw.tx.At())
 		return true, found, ok
 	case aw.owner != nil && s.inTx():
 		found, ok = sr.cycle(s, aw, still)
@@ -1028,14 +1031,27 @@ func (sr *syncRun) closes(waiter *session, aw *awaited, edges map[uint32][]uint3
 	if found || !stuck || !sr.sharded || still < sr.foreignStill() || !aw.pending() {
 		return found
 	}
-	f, _ := sr.foreignCycleIn(waiter, edges)
+	f, _ := sr.foreignCycleIn(waiter, edges, 0)
 	return f
 }
 
 // foreignStill is how long a wait's chain must stand still at another
 // process's backend before closes takes it for a cycle: a tenth of the
-// timeout (1 s at the default 10 s).
-func (sr *syncRun) foreignStill() time.Duration { return sr.timeout / 10 }
+// timeout (1 s at the default 10 s) in a paced replay, where that backend
+// may be a session between two statements, going on by its schedule; at
+// speed 0 no session pauses so, and a backend idle in its transaction
+// that long is in a sync wait: foreignStillUnpaced, or the tenth if less.
+func (sr *syncRun) foreignStill() time.Duration {
+	if sr.unpaced {
+		return min(sr.timeout/10, foreignStillUnpaced)
+	}
+	return sr.timeout / 10
+}
+
+// foreignStillUnpaced is foreignStill at speed 0: a few deadlock checks
+// (deadlockCheckEvery), so that a cycle through other shards' sync waits
+// ends at once rather than after a second (issue 77).
+const foreignStillUnpaced = 100 * time.Millisecond
 
 // walk follows the chain of sync and lock waits (edges) from aw, what
 // waiter waits for, and reports whether it comes back to waiter. Lock
