@@ -169,6 +169,41 @@ func TestLockBlockers(t *testing.T) {
 	}
 }
 
+// TestForeignCycleIn: a waiter for another shard's commit or statement
+// (ended in the log at 5,000) that blocks another process's backend is
+// in a cycle; so is one that blocks a session of its own shard running a
+// statement that began in the log before the awaited one ended (the
+// awaited side may wait for it in its shard); not a session whose
+// statement began after, nor one when the check leaves them out (0).
+func TestForeignCycleIn(t *testing.T) {
+	sr := &syncRun{}
+	waiter, before, after := &session{}, &session{}, &session{}
+	for pid, s := range map[uint32]*session{10: waiter, 11: before, 12: after} {
+		s.pid.Store(pid)
+		sr.pids.Store(pid, s)
+	}
+	before.execAt.Store(4_000)
+	after.execAt.Store(6_000)
+	for _, tc := range []struct {
+		name  string
+		edges map[uint32][]uint32
+		at    int64
+		found bool
+	}{
+		{"blocks nothing", map[uint32][]uint32{}, 5_000, false},
+		{"blocks another process's backend", map[uint32][]uint32{90: {10}}, 5_000, true},
+		{"through a chain", map[uint32][]uint32{90: {91}, 91: {10}}, 5_000, true},
+		{"blocks a session that began before", map[uint32][]uint32{11: {10}}, 5_000, true},
+		{"blocks a session that began after", map[uint32][]uint32{12: {10}}, 5_000, false},
+		{"sessions left out", map[uint32][]uint32{11: {10}}, 0, false},
+	} {
+		found, ok := sr.foreignCycleIn(waiter, tc.edges, tc.at)
+		if !ok || found != tc.found {
+			t.Errorf("%s: found %v (ok %v), want %v", tc.name, found, ok, tc.found)
+		}
+	}
+}
+
 // TestSyncDeadlockAcrossShards: in a shard (the log has sessions that
 // other processes replay), a wait whose chain ends at a backend of no
 // session of this replay that waits for no lock (X, holding row 2: in
