@@ -132,6 +132,9 @@ type syncRun struct {
 	// unpaced: speed 0, where no session pauses by its schedule (see
 	// foreignStill).
 	unpaced bool
+	// peers: other shards' commits and statements are waited for
+	// (Options.Peers).
+	peers bool
 }
 
 // newSyncRun returns the state of a synchronized replay, or nil and why
@@ -147,7 +150,7 @@ func newSyncRun(o Options) (*syncRun, string) {
 	}
 	tr := newTracker(o.Sync)
 	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{},
-		sharded: o.Peers != nil || o.OthersUnseen, unpaced: !o.Schedule().Paced()}, ""
+		sharded: o.Peers != nil || o.OthersUnseen, peers: o.Peers != nil, unpaced: !o.Schedule().Paced()}, ""
 }
 
 func (sr *syncRun) note(format string, args ...any) {
@@ -1027,9 +1030,20 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited, still time.Duration) (fou
 // by its schedule: hence the pause, which such a session does not make
 // unless its log did.
 func (sr *syncRun) closes(waiter *session, aw *awaited, edges map[uint32][]uint32, still time.Duration) bool {
-	found, stuck := sr.walk(waiter, aw, edges)
-	if found || !stuck || !sr.sharded || still < sr.foreignStill() || !aw.pending() {
+	found, stuck, remoteAt := sr.walk(waiter, aw, edges)
+	if found || !sr.sharded || !aw.pending() {
 		return found
+	}
+	if remoteAt != 0 && sr.peers {
+		// The chain reached a wait for another shard's commit or
+		// statement: through it, as for a wait of the waiter's own
+		// (foreignCycle), at once.
+		if f, _ := sr.foreignCycleIn(waiter, edges, remoteAt); f {
+			return true
+		}
+	}
+	if !stuck || still < sr.foreignStill() {
+		return false
 	}
 	f, _ := sr.foreignCycleIn(waiter, edges, 0)
 	return f
@@ -1058,7 +1072,11 @@ const foreignStillUnpaced = 100 * time.Millisecond
 // waits are followed through backends of no session of this replay
 // (another client's, another shard's): stuck says a chain ended at one
 // that waits for no lock.
-func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) (found, stuck bool) {
+//
+// remoteAt is the latest log time (syncdep.Txn.At) of a pending wait for
+// another shard's commit or statement that a session of the chain is in,
+// 0 when none: the chain goes on in that shard, out of sight.
+func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) (found, stuck bool, remoteAt int64) {
 	wpid := waiter.pid.Load()
 	// via is the sync wait a session was reached through (nil for a
 	// lock), parent the session it was reached from.
@@ -1090,11 +1108,13 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			continue
 		}
 		seen[n] = true
-		if a := n.waitingOn.Load(); a != nil && a.owner != nil && a.pending() {
+		if a := n.waitingOn.Load(); a != nil && a.owner == nil && a.tx != nil && a.pending() {
+			remoteAt = max(remoteAt, a.tx.At())
+		} else if a != nil && a.owner != nil && a.pending() {
 			if a.owner == waiter {
 				reached[waiter] = step{n, a}
 				if confirm() {
-					return true, stuck
+					return true, stuck, remoteAt
 				}
 				continue
 			}
@@ -1113,7 +1133,7 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			if b == wpid {
 				reached[waiter] = step{n, nil}
 				if confirm() {
-					return true, stuck
+					return true, stuck, remoteAt
 				}
 				continue
 			}
@@ -1126,7 +1146,7 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			}
 		}
 	}
-	return false, stuck
+	return false, stuck, remoteAt
 }
 
 // maxForeignChain bounds how many backends of no session of this replay
