@@ -112,11 +112,13 @@ func (r *Replayer) SetStart(at time.Time) { r.opts.StartAt = at }
 //
 // awaitedAt is the log time of the awaited commit or statement (its end,
 // syncdep.Txn.At): a session of this shard blocked by the waiter's locks
-// while it runs a statement that began in the log before then is taken
+// while it runs a statement that ended in the log before then is taken
 // for a link of the cycle too, since the awaited side may wait for it
 // through sync waits of other shards, which this one cannot see (the
 // awaited session blocked by a lock the waiting session holds: issue 77's
-// waits that gave up at the timeout). 0 leaves this shard's sessions out.
+// waits that gave up at the timeout); one that ended later may have
+// waited for the waiter's lock in the original too. 0 leaves this
+// shard's sessions out.
 func (sr *syncRun) foreignCycle(waiter *session, awaitedAt int64) (found, ok bool) {
 	g, ok := sr.mon.graph(waiter, time.Now().Add(-graphFresh))
 	if !ok {

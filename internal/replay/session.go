@@ -149,9 +149,9 @@ type session struct {
 	// is set to the number of one that a session in a sync wait held
 	// up with its locks (see syncRun.markDelayed).
 	busyUntil atomic.Int64
-	// execAt is the log time (event.Event.Time) of the statement in
-	// flight, 0 when none: the deadlock check across shards reads it
-	// (foreignCycle).
+	// execAt is when the statement in flight ended in the log (its
+	// event's time and duration), 0 when none: the deadlock check
+	// across shards reads it (foreignCycle).
 	execAt     atomic.Int64
 	execSeq    atomic.Int64
 	delayedSeq atomic.Int64

@@ -174,9 +174,9 @@ func TestLockBlockers(t *testing.T) {
 // TestForeignCycleIn: a waiter for another shard's commit or statement
 // (ended in the log at 5,000) that blocks another process's backend is
 // in a cycle; so is one that blocks a session of its own shard running a
-// statement that began in the log before the awaited one ended (the
-// awaited side may wait for it in its shard); not a session whose
-// statement began after, nor one when the check leaves them out (0).
+// statement that ended in the log before the awaited one (the awaited
+// side may wait for it in its shard); not a session whose statement
+// ended after, nor one when the check leaves them out (0).
 func TestForeignCycleIn(t *testing.T) {
 	sr := &syncRun{}
 	waiter, before, after := &session{}, &session{}, &session{}
@@ -195,8 +195,8 @@ func TestForeignCycleIn(t *testing.T) {
 		{"blocks nothing", map[uint32][]uint32{}, 5_000, false},
 		{"blocks another process's backend", map[uint32][]uint32{90: {10}}, 5_000, true},
 		{"through a chain", map[uint32][]uint32{90: {91}, 91: {10}}, 5_000, true},
-		{"blocks a session that began before", map[uint32][]uint32{11: {10}}, 5_000, true},
-		{"blocks a session that began after", map[uint32][]uint32{12: {10}}, 5_000, false},
+		{"blocks a session that ended before", map[uint32][]uint32{11: {10}}, 5_000, true},
+		{"blocks a session that ended after", map[uint32][]uint32{12: {10}}, 5_000, false},
 		{"sessions left out", map[uint32][]uint32{11: {10}}, 0, false},
 	} {
 		found, ok := sr.foreignCycleIn(waiter, tc.edges, tc.at)
