@@ -9,9 +9,10 @@ import (
 // Follower follows, in a synchronized replay's syncdep.Tracker, the
 // sessions that other shards replay: their transactions get their place
 // in the log's commit order, so that this shard's statements wait for
-// them as for local ones, and each of their commits is registered with the
-// Member, which releases it when its shard says it ran. Their statements
-// are not replayed here.
+// them as for local ones, and each of their commits (and, in Answers
+// mode, each of their statements a commit may wait for: Step.Mark) is
+// registered with the Member, which releases it when its shard says it
+// ran. Their statements are not replayed here.
 //
 // It runs on the replay's reader goroutine, the Tracker's, and sees the
 // events of the other shards' sessions in log order among this shard's.
@@ -43,6 +44,10 @@ type FollowOptions struct {
 
 // NewFollower returns a Follower of other shards' sessions into tr.
 func NewFollower(m *Member, tr *syncdep.Tracker, cache *fingerprint.Cache, o FollowOptions) *Follower {
+	// In Answers mode, the statements of the sessions followed get
+	// their marks, which the Member releases as their shards publish
+	// them run (the shards' Advance and Ran count them with the commits).
+	tr.FollowRemoteMarks()
 	return &Follower{m: m, tr: tr, cache: cache, o: o, sessions: map[string]*followed{}}
 }
 
@@ -87,11 +92,26 @@ func (f *Follower) Event(ev *event.Event, pos int64) bool {
 	}
 	step := s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: f.cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed,
 		Params: ev.TextParams(), ParamState: ev.ParamState})
-	if step.Commit != nil {
+	switch {
+	case step.Commit != nil && step.Mark != nil:
+		return f.m.Foreign(s.k, pos, both{step.Commit, step.Mark})
+	case step.Commit != nil:
 		return f.m.Foreign(s.k, pos, step.Commit)
+	case step.Mark != nil:
+		// Answers mode: a commit of this shard may wait for the
+		// statement to have run in its own (see
+		// syncdep.Tracker.FollowRemoteMarks); its shard says so as it
+		// says its commits ran.
+		return f.m.Foreign(s.k, pos, step.Mark)
 	}
 	return true
 }
+
+// both releases a statement that is a commit and a mark (an autocommit
+// write in Answers mode) at once: its shard says it ran once for both.
+type both [2]Releaser
+
+func (b both) Done() { b[0].Done(); b[1].Done() }
 
 // Following counts the other shards' sessions followed now.
 func (f *Follower) Following() int { return len(f.sessions) }

@@ -156,3 +156,56 @@ func TestLinkRowsAcrossShards(t *testing.T) {
 		t.Fatal("not released after shard 0 ran the write")
 	}
 }
+
+// TestFollowerAnswersMarksAcrossShards: in Answers mode, shard 1's
+// commit (an autocommit insert into orders) comes after shard 0's read
+// of orders in the log, so in shard 1 it waits for that read to have run
+// until shard 0 says so (the read's mark, released by the Member as a
+// commit is), and no longer.
+func TestFollowerAnswersMarksAcrossShards(t *testing.T) {
+	ms := group(t, 2, func(c *Config) { c.Poll = 20 * time.Millisecond })
+	owner, here := ms[0], ms[1]
+	shardOf := func(s string) int {
+		if s == "reader" {
+			return 0
+		}
+		return 1
+	}
+	tr := syncdep.NewTracker(syncdep.Answers)
+	tr.SetLocal(func(o any) bool { _, peer := o.(*Peer); return !peer })
+	tr.SetCatalog("shop", &syncdep.Catalog{Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "orders", Kind: 'r'}}})
+	cache := fingerprint.NewCache(0)
+	f := NewFollower(here, tr, cache, FollowOptions{ShardOf: shardOf})
+	ev := func(kind event.Kind, sess, q string, at int64) *event.Event {
+		return &event.Event{Kind: kind, Session: sess, Database: "shop", Query: q, Time: at, Duration: 100}
+	}
+	f.Event(ev(event.Connect, "reader", "", 1_000_000), 1)
+	f.Event(ev(event.Statement, "reader", "SELECT * FROM orders", 1_001_000), 2)
+	writer := tr.Session("shop", "writer")
+	here.Advance(3, false)
+	step := writer.Event(syncdep.Exec{Start: 1_002_000, End: 1_002_100, Items: cache.Get("INSERT INTO orders VALUES (1)"), Text: "INSERT INTO orders VALUES (1)"})
+	here.Advance(4, step.Commit != nil || step.Mark != nil)
+	tx := tr.Board().Blocker(step.Wait)
+	if tx == nil {
+		t.Fatal("the insert does not wait for the read that came before it in the other shard")
+	}
+	if p, ok := tx.Owner().(*Peer); !ok || p.Shard() != 0 {
+		t.Fatalf("the awaited read's owner is %#v, want shard 0's peer", tx.Owner())
+	}
+	select {
+	case <-tx.Wait():
+		t.Fatal("released before shard 0 ran the read")
+	case <-time.After(100 * time.Millisecond):
+	}
+	// Shard 0 reads the same log: its read is its own mark.
+	owner.Advance(1, false)
+	owner.Advance(2, true)
+	owner.Advance(3, false)
+	owner.Advance(4, false)
+	owner.Ran(2)
+	select {
+	case <-tx.Wait():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not released after shard 0 ran the read")
+	}
+}

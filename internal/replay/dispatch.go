@@ -312,7 +312,7 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 		}
 	}
 	if p := r.peers(); p != nil && ev.Pos > 0 {
-		p.Advance(ev.Pos, step.Commit != nil)
+		p.Advance(ev.Pos, step.Commit != nil || step.Mark != nil)
 	}
 	for _, s := range g {
 		s.dispatched++

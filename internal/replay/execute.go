@@ -564,7 +564,8 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		allow += 2 * time.Duration(ev.Duration) * time.Microsecond
 	}
 	s.busyUntil.Store(start.Add(allow).UnixNano())
-	defer s.busyUntil.Store(0)
+	s.execAt.Store(max(ev.Time+max(ev.Duration, 0), 1))
+	defer func() { s.busyUntil.Store(0); s.execAt.Store(0) }()
 	// After busyUntil is set: a hard stop either sees the session in
 	// flight and cancels it, or is seen here (see interruptInFlight).
 	if s.r.hardDone.Load() {

@@ -26,11 +26,13 @@ type Peers interface {
 	// position pos; false when the replay must stop.
 	Before(pos int64) bool
 	// Advance says this shard read its event at pos, and whether it is
-	// a commit of its own (Ran will follow).
+	// one of its own that other shards may wait for (Ran will follow):
+	// a commit, or in answers mode a statement a commit may wait for
+	// (syncdep.Step.Mark).
 	Advance(pos int64, ownCommit bool)
-	// Ran says this shard's commit at pos ran on the target, or never
-	// will (a fault lost it): either way nothing waits for it longer.
-	// Any goroutine.
+	// Ran says this shard's commit or mark at pos ran on the target, or
+	// never will (a fault lost it): either way nothing waits for it
+	// longer. Any goroutine.
 	Ran(pos int64)
 }
 
@@ -107,16 +109,26 @@ func (r *Replayer) SetStart(at time.Time) { r.opts.StartAt = at }
 // backends are), so a blocked backend of a third session also ends the
 // wait: its statement runs then, as a deadlock found in one process
 // would. ok is false when the check could not look.
-func (sr *syncRun) foreignCycle(waiter *session) (found, ok bool) {
+//
+// awaitedAt is the log time of the awaited commit or statement (its end,
+// syncdep.Txn.At): a session of this shard blocked by the waiter's locks
+// while it runs a statement that ended in the log before then is taken
+// for a link of the cycle too, since the awaited side may wait for it
+// through sync waits of other shards, which this one cannot see (the
+// awaited session blocked by a lock the waiting session holds: issue 77's
+// waits that gave up at the timeout); one that ended later may have
+// waited for the waiter's lock in the original too. 0 leaves this
+// shard's sessions out.
+func (sr *syncRun) foreignCycle(waiter *session, awaitedAt int64) (found, ok bool) {
 	g, ok := sr.mon.graph(waiter, time.Now().Add(-graphFresh))
 	if !ok {
 		return false, false
 	}
-	return sr.foreignCycleIn(waiter, g.edges)
+	return sr.foreignCycleIn(waiter, g.edges, awaitedAt)
 }
 
 // foreignCycleIn is foreignCycle in the snapshot of lock waits edges.
-func (sr *syncRun) foreignCycleIn(waiter *session, edges map[uint32][]uint32) (found, ok bool) {
+func (sr *syncRun) foreignCycleIn(waiter *session, edges map[uint32][]uint32, awaitedAt int64) (found, ok bool) {
 	wpid := waiter.pid.Load()
 	if wpid == 0 {
 		return false, true
@@ -126,7 +138,14 @@ func (sr *syncRun) foreignCycleIn(waiter *session, edges map[uint32][]uint32) (f
 		if pid == wpid {
 			continue
 		}
-		if _, local := sr.pids.Load(pid); !local {
+		o, local := sr.pids.Load(pid)
+		if !local {
+			return true, true
+		}
+		if awaitedAt == 0 {
+			continue
+		}
+		if at := o.(*session).execAt.Load(); at != 0 && at < awaitedAt {
 			return true, true
 		}
 	}

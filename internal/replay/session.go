@@ -148,7 +148,11 @@ type session struct {
 	// for the target); execSeq numbers the executions, and delayedSeq
 	// is set to the number of one that a session in a sync wait held
 	// up with its locks (see syncRun.markDelayed).
-	busyUntil  atomic.Int64
+	busyUntil atomic.Int64
+	// execAt is when the statement in flight ended in the log (its
+	// event's time and duration), 0 when none: the deadlock check
+	// across shards reads it (foreignCycle).
+	execAt     atomic.Int64
 	execSeq    atomic.Int64
 	delayedSeq atomic.Int64
 
@@ -280,16 +284,18 @@ func (s *session) run() {
 }
 
 func (s *session) done(it item) {
+	if p := s.r.opts.Peers; p != nil && it.ev.Pos > 0 && (it.sync.Commit != nil || it.sync.Mark != nil) {
+		// Told the other shards after the commit and the mark are
+		// marked, below: their commits may wait for the mark too
+		// (answers mode).
+		defer p.Ran(it.ev.Pos)
+	}
 	if m := it.sync.Mark; m != nil && !m.Ran() {
 		// Skipped, or stopped: what waited for it goes on, knowing
 		// nothing of it (it is never lost: see syncdep.Step.Mark).
 		m.Done()
 	}
 	if c := it.sync.Commit; c != nil {
-		if p := s.r.opts.Peers; p != nil && it.ev.Pos > 0 {
-			// Told the other shards after the commit is marked, below.
-			defer p.Ran(it.ev.Pos)
-		}
 		switch {
 		case s.faultSkip && s.r.stopped():
 			// The replay is stopping: nothing of it runs any more.

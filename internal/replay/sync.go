@@ -129,6 +129,12 @@ type syncRun struct {
 	lostTxs []results.LostCommit
 
 	waited, timeouts, deadlocks, starts, lostN, shardLost atomic.Int64
+	// unpaced: speed 0, where no session pauses by its schedule (see
+	// foreignStill).
+	unpaced bool
+	// peers: other shards' commits and statements are waited for
+	// (Options.Peers).
+	peers bool
 }
 
 // newSyncRun returns the state of a synchronized replay, or nil and why
@@ -144,7 +150,7 @@ func newSyncRun(o Options) (*syncRun, string) {
 	}
 	tr := newTracker(o.Sync)
 	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{},
-		sharded: o.Peers != nil || o.OthersUnseen}, ""
+		sharded: o.Peers != nil || o.OthersUnseen, peers: o.Peers != nil, unpaced: !o.Schedule().Paced()}, ""
 }
 
 func (sr *syncRun) note(format string, args ...any) {
@@ -535,7 +541,7 @@ func (s *session) deadlockCheck(aw *awaited, still time.Duration) (looked, found
 		// Another shard's commit: its session is not ours to follow, so
 		// any other shard's backend blocked by this one's locks is
 		// taken for it (see foreignCycle).
-		found, ok = sr.foreignCycle(s)
+		found, ok = sr.foreignCycle(s, aw.tx.At())
 		return true, found, ok
 	case aw.owner != nil && s.inTx():
 		found, ok = sr.cycle(s, aw, still)
@@ -1024,25 +1030,53 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited, still time.Duration) (fou
 // by its schedule: hence the pause, which such a session does not make
 // unless its log did.
 func (sr *syncRun) closes(waiter *session, aw *awaited, edges map[uint32][]uint32, still time.Duration) bool {
-	found, stuck := sr.walk(waiter, aw, edges)
-	if found || !stuck || !sr.sharded || still < sr.foreignStill() || !aw.pending() {
+	found, stuck, remoteAt := sr.walk(waiter, aw, edges)
+	if found || !sr.sharded || !aw.pending() {
 		return found
 	}
-	f, _ := sr.foreignCycleIn(waiter, edges)
+	if remoteAt != 0 && sr.peers {
+		// The chain reached a wait for another shard's commit or
+		// statement: through it, as for a wait of the waiter's own
+		// (foreignCycle), at once.
+		if f, _ := sr.foreignCycleIn(waiter, edges, remoteAt); f {
+			return true
+		}
+	}
+	if !stuck || still < sr.foreignStill() {
+		return false
+	}
+	f, _ := sr.foreignCycleIn(waiter, edges, 0)
 	return f
 }
 
 // foreignStill is how long a wait's chain must stand still at another
 // process's backend before closes takes it for a cycle: a tenth of the
-// timeout (1 s at the default 10 s).
-func (sr *syncRun) foreignStill() time.Duration { return sr.timeout / 10 }
+// timeout (1 s at the default 10 s) in a paced replay, where that backend
+// may be a session between two statements, going on by its schedule; at
+// speed 0 no session pauses so, and a backend idle in its transaction
+// that long is in a sync wait: foreignStillUnpaced, or the tenth if less.
+func (sr *syncRun) foreignStill() time.Duration {
+	if sr.unpaced {
+		return min(sr.timeout/10, foreignStillUnpaced)
+	}
+	return sr.timeout / 10
+}
+
+// foreignStillUnpaced is foreignStill at speed 0: a few deadlock checks
+// (deadlockCheckEvery), so that a cycle through other shards' sync waits
+// ends at once rather than after a second (issue 77).
+const foreignStillUnpaced = 100 * time.Millisecond
 
 // walk follows the chain of sync and lock waits (edges) from aw, what
 // waiter waits for, and reports whether it comes back to waiter. Lock
 // waits are followed through backends of no session of this replay
 // (another client's, another shard's): stuck says a chain ended at one
 // that waits for no lock.
-func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) (found, stuck bool) {
+//
+// remoteAt is the latest log time (syncdep.Txn.At) of a pending wait for
+// another shard's commit or statement that a session of the chain is in,
+// 0 when none: the chain goes on in that shard, out of sight.
+func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) (found, stuck bool, remoteAt int64) {
 	wpid := waiter.pid.Load()
 	// via is the sync wait a session was reached through (nil for a
 	// lock), parent the session it was reached from.
@@ -1074,11 +1108,13 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			continue
 		}
 		seen[n] = true
-		if a := n.waitingOn.Load(); a != nil && a.owner != nil && a.pending() {
+		if a := n.waitingOn.Load(); a != nil && a.owner == nil && a.tx != nil && a.pending() {
+			remoteAt = max(remoteAt, a.tx.At())
+		} else if a != nil && a.owner != nil && a.pending() {
 			if a.owner == waiter {
 				reached[waiter] = step{n, a}
 				if confirm() {
-					return true, stuck
+					return true, stuck, remoteAt
 				}
 				continue
 			}
@@ -1097,7 +1133,7 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			if b == wpid {
 				reached[waiter] = step{n, nil}
 				if confirm() {
-					return true, stuck
+					return true, stuck, remoteAt
 				}
 				continue
 			}
@@ -1110,7 +1146,7 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			}
 		}
 	}
-	return false, stuck
+	return false, stuck, remoteAt
 }
 
 // maxForeignChain bounds how many backends of no session of this replay

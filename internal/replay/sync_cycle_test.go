@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // TestSyncDeadlockThreeSessions: a cycle of three sessions, one sync
@@ -165,6 +167,85 @@ func TestLockBlockers(t *testing.T) {
 		slices.Sort(ours)
 		if !slices.Equal(ours, tc.ours) || end != tc.end {
 			t.Errorf("%s: %v, end %v; want %v, %v", tc.name, ours, end, tc.ours, tc.end)
+		}
+	}
+}
+
+// TestForeignCycleIn: a waiter for another shard's commit or statement
+// (ended in the log at 5,000) that blocks another process's backend is
+// in a cycle; so is one that blocks a session of its own shard running a
+// statement that ended in the log before the awaited one (the awaited
+// side may wait for it in its shard); not a session whose statement
+// ended after, nor one when the check leaves them out (0).
+func TestForeignCycleIn(t *testing.T) {
+	sr := &syncRun{}
+	waiter, before, after := &session{}, &session{}, &session{}
+	for pid, s := range map[uint32]*session{10: waiter, 11: before, 12: after} {
+		s.pid.Store(pid)
+		sr.pids.Store(pid, s)
+	}
+	before.execAt.Store(4_000)
+	after.execAt.Store(6_000)
+	for _, tc := range []struct {
+		name  string
+		edges map[uint32][]uint32
+		at    int64
+		found bool
+	}{
+		{"blocks nothing", map[uint32][]uint32{}, 5_000, false},
+		{"blocks another process's backend", map[uint32][]uint32{90: {10}}, 5_000, true},
+		{"through a chain", map[uint32][]uint32{90: {91}, 91: {10}}, 5_000, true},
+		{"blocks a session that ended before", map[uint32][]uint32{11: {10}}, 5_000, true},
+		{"blocks a session that ended after", map[uint32][]uint32{12: {10}}, 5_000, false},
+		{"sessions left out", map[uint32][]uint32{11: {10}}, 0, false},
+	} {
+		found, ok := sr.foreignCycleIn(waiter, tc.edges, tc.at)
+		if !ok || found != tc.found {
+			t.Errorf("%s: found %v (ok %v), want %v", tc.name, found, ok, tc.found)
+		}
+	}
+}
+
+// TestClosesThroughRemoteWait: the waiter (in its transaction) waits for
+// a session of its own shard that waits for another shard's read (a
+// mark, owned by a peer); the waiter's locks block another process's
+// backend: the chain goes on in that shard, out of sight, and is taken
+// for a cycle at once, without the pause a chain ending at an idle
+// backend needs. Without the remote wait, or when the waiter blocks
+// nothing, it is not; nor in a replay with no peers.
+func TestClosesThroughRemoteWait(t *testing.T) {
+	tr := syncdep.NewTracker(syncdep.Answers)
+	tr.SetLocal(func(o any) bool { _, ok := o.(*session); return ok })
+	tr.FollowRemoteMarks()
+	tr.SetCatalog("db", &syncdep.Catalog{Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "t", Kind: 'r'}}})
+	cache := fingerprint.NewCache(0)
+	step := tr.Session("db", "a peer").Event(syncdep.Exec{Start: 1_000, End: 2_000, Items: cache.Get("SELECT * FROM t"), Text: "SELECT * FROM t"})
+	if step.Mark == nil {
+		t.Fatal("another shard's read has no mark")
+	}
+	for _, tc := range []struct {
+		name          string
+		remote, peers bool
+		edges         map[uint32][]uint32
+		found         bool
+	}{
+		{"through another shard's wait", true, true, map[uint32][]uint32{90: {10}}, true},
+		{"the waiter blocks nothing", true, true, map[uint32][]uint32{}, false},
+		{"no wait for another shard", false, true, map[uint32][]uint32{90: {10}}, false},
+		{"no peers", true, false, map[uint32][]uint32{90: {10}}, false},
+	} {
+		sr := &syncRun{sharded: true, peers: tc.peers, timeout: 10 * time.Second}
+		waiter, local := &session{}, &session{}
+		for pid, s := range map[uint32]*session{10: waiter, 11: local} {
+			s.pid.Store(pid)
+			sr.pids.Store(pid, s)
+		}
+		if tc.remote {
+			local.waitingOn.Store(&awaited{tx: step.Mark})
+		}
+		aw := &awaited{dep: dep{s: local, n: 1}, owner: local}
+		if got := sr.closes(waiter, aw, tc.edges, 0); got != tc.found {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.found)
 		}
 	}
 }

@@ -31,12 +31,21 @@ package syncdep
 // waits never make a cycle.
 
 // SetLocal tells, in Answers mode, which sessions' owners (given to
-// Session) this process replays: the statements of the others (another
-// shard's, followed for their commits) get no mark, since nothing here
-// would mark them run, and no commit waits for them; a commit and such a
-// statement race as in Object mode (see Tracker.ended). Before the first
-// Session.
+// Session) this process replays: unless FollowRemoteMarks, the statements
+// of the others (another shard's, followed for their commits) get no
+// mark, since nothing here would mark them run, and no commit waits for
+// them; a commit and such a statement race as in Object mode (see
+// Tracker.ended). Before the first Session.
 func (t *Tracker) SetLocal(local func(owner any) bool) { t.local = local }
+
+// FollowRemoteMarks tells, in Answers mode, that the statements of the
+// sessions SetLocal calls another process's get their marks too, and that
+// whoever follows those sessions marks them run once their process says
+// they ran (package coord, through the coordination database): a commit
+// here then waits for another shard's statements as for this process's,
+// and those statements are ordered with the commits as local ones are.
+// Before the first Session.
+func (t *Tracker) FollowRemoteMarks() { t.remoteMarks = true }
 
 // answerSlots is how many of a session's last statements a commit of
 // another session may wait for.

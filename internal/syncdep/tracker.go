@@ -336,6 +336,9 @@ type Tracker struct {
 	// sessions the replay runs, nil for all (see SetLocal).
 	live  []*Session
 	local func(owner any) bool
+	// remoteMarks: the other processes' sessions get marks too (see
+	// FollowRemoteMarks).
+	remoteMarks bool
 }
 
 // rowLast is an entry of Tracker.last; makes: the event may have
@@ -424,7 +427,7 @@ func (t *Tracker) Session(db string, owner any) *Session {
 	t.sessions++
 	s := &Session{t: t, db: d, owner: owner}
 	if t.mode == Answers {
-		if t.local != nil && !t.local(owner) {
+		if t.local != nil && !t.remoteMarks && !t.local(owner) {
 			s.foreign = true
 		} else {
 			t.live = append(t.live, s)
@@ -737,7 +740,7 @@ type Session struct {
 	ans     answerRing
 	ansWait []*Txn
 	// foreign: another process replays it (SetLocal), which marks none
-	// of its statements run here.
+	// of its statements run here (not FollowRemoteMarks).
 	foreign bool
 	// cut is the cut of the event being read (Tracker.cutAt), and
 	// endedNow whether it ended a transaction (Tracker.ended), for
