@@ -45,8 +45,8 @@ type dispatcher struct {
 	spent []*event.Event
 	// freed are, at speed > 0, the sessions (their Multiply copies)
 	// whose end the log showed and whose client no later session took
-	// yet (see takeClient).
-	freed [][]*session
+	// yet, by lane (see takeClient).
+	freed map[uint8][][]*session
 }
 
 // errStopped ends reading when the replay is told to stop.
@@ -250,7 +250,7 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 			d.prune()
 			d.pruned = len(d.running)
 		}
-		client = d.takeClient()
+		client = d.takeClient(ev.Lane)
 	}
 	g := make([]*session, r.opts.Multiply)
 	for i := range g {
@@ -359,7 +359,10 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 		}
 		delete(d.active, ev.Session)
 		if r.sched.Paced() {
-			d.freed = append(d.freed, g)
+			if d.freed == nil {
+				d.freed = map[uint8][][]*session{}
+			}
+			d.freed[ev.Lane] = append(d.freed[ev.Lane], g)
 		}
 	}
 	return true
@@ -505,20 +508,23 @@ func (d *dispatcher) barrier(ended bool) []dep {
 // against 3.71x in the application, on half a CPU). What the new
 // session waits for its client is late against the log: lag, as the
 // application's schedule lag. One that already exited on the target is
-// taken first, else the one that ended first in the log.
-func (d *dispatcher) takeClient() []*session {
-	if len(d.freed) == 0 {
+// taken first, else the one that ended first in the log. Clients stay in
+// their lane: a folded log's slices are each the application's own
+// (event.Event.Lane), as Multiply's copies each take their own.
+func (d *dispatcher) takeClient(lane uint8) []*session {
+	freed := d.freed[lane]
+	if len(freed) == 0 {
 		return nil
 	}
 	k := 0
-	for i, g := range d.freed {
+	for i, g := range freed {
 		if g[0].exited.Load() {
 			k = i
 			break
 		}
 	}
-	g := d.freed[k]
-	d.freed = slices.Delete(d.freed, k, k+1)
+	g := freed[k]
+	d.freed[lane] = slices.Delete(freed, k, k+1)
 	return g
 }
 
