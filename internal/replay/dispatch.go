@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,10 @@ type dispatcher struct {
 	// spent are the events read and detached (see detach), given back to
 	// their source in batches.
 	spent []*event.Event
+	// freed are, at speed > 0, the sessions (their Multiply copies)
+	// whose end the log showed and whose client no later session took
+	// yet, by lane (see takeClient).
+	freed map[uint8][][]*session
 }
 
 // errStopped ends reading when the replay is told to stop.
@@ -234,14 +239,18 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 		d.startClock()
 	}
 	var deps []dep
+	var client []*session
 	if !r.sched.Paced() {
 		// Computed before the copies join running: copies of one
 		// session do not wait for each other.
 		deps = d.barrier(r.sync != nil)
-	} else if len(d.running) >= 2*d.pruned+64 {
-		// Amortized: a long log opens sessions without end.
-		d.prune()
-		d.pruned = len(d.running)
+	} else {
+		if len(d.running) >= 2*d.pruned+64 {
+			// Amortized: a long log opens sessions without end.
+			d.prune()
+			d.pruned = len(d.running)
+		}
+		client = d.takeClient(ev.Lane)
 	}
 	g := make([]*session, r.opts.Multiply)
 	for i := range g {
@@ -257,12 +266,18 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 			// first statement would fail, and skip all of them).
 			deps = d.createdBy(deps, s)
 		}
-		if !d.clk.started() && !d.waitsForCreate(deps) {
+		if !d.clk.started() && !d.waitsForCreate(deps) && client == nil {
 			// (A session that waits for a CREATE cannot connect
-			// before the clock starts: the CREATE runs by it.)
+			// before the clock starts: the CREATE runs by it; nor
+			// can one that waits for its client's previous session,
+			// which runs by the clock.)
 			d.warming = append(d.warming, s)
 		}
 		s.deps = deps // only read
+		if i < len(client) {
+			// Its client's previous session first (takeClient).
+			s.deps = append(slices.Clip(deps), dep{s: client[i], n: client[i].dispatched})
+		}
 		if !r.sched.Paced() {
 			s.passed = make(chan struct{})
 		}
@@ -343,6 +358,12 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 			s.q.close()
 		}
 		delete(d.active, ev.Session)
+		if r.sched.Paced() {
+			if d.freed == nil {
+				d.freed = map[uint8][][]*session{}
+			}
+			d.freed[ev.Lane] = append(d.freed[ev.Lane], g)
+		}
 	}
 	return true
 }
@@ -469,6 +490,42 @@ func (d *dispatcher) barrier(ended bool) []dep {
 		o.coveredN = o.dispatched
 	}
 	return deps
+}
+
+// takeClient returns, at speed > 0, the session (its copies) whose client
+// a session starting now in the log may be: one that had ended in the
+// log, which no other took yet; nil when every session before is still
+// open there. The new session does not connect before that one has ended
+// on the target, as a client that connects for each request (PHP, a
+// serverless function, pgbench -C) opens its next connection only when
+// it is done with the last: the replay then holds no more sessions at
+// once than the original did. A session is otherwise replayed at its
+// time whatever the others do; a target slower than the original, with
+// a new session for every transaction, would then have the replay open
+// ever more of them at once, running beside each other as the
+// application's clients never did, and the statements' times would
+// measure that crowd (issue 76: a report 12.4x slower in the forecast
+// against 3.71x in the application, on half a CPU). What the new
+// session waits for its client is late against the log: lag, as the
+// application's schedule lag. One that already exited on the target is
+// taken first, else the one that ended first in the log. Clients stay in
+// their lane: a folded log's slices are each the application's own
+// (event.Event.Lane), as Multiply's copies each take their own.
+func (d *dispatcher) takeClient(lane uint8) []*session {
+	freed := d.freed[lane]
+	if len(freed) == 0 {
+		return nil
+	}
+	k := 0
+	for i, g := range freed {
+		if g[0].exited.Load() {
+			k = i
+			break
+		}
+	}
+	g := freed[k]
+	d.freed[lane] = slices.Delete(freed, k, k+1)
+	return g
 }
 
 // prune drops the sessions that exited from running.

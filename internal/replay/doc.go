@@ -42,10 +42,16 @@
 // At speed > 0 a session connects half a second (connectAheadBy) before
 // its first event is due, and the clock starts once the sessions of the
 // log's first half second have connected, so connection set-up is not
-// counted as the lag of first statements. On goroutines, the last
-// coarseMargin before a statement is waited on a timerfd shared by all
-// sessions (see precise.go): the runtime's own timers fire up to 1 ms
-// late. On the engine, its own timerfd wakes the session.
+// counted as the lag of first statements. A session that begins after
+// another ended in the log takes that one's client (dispatcher.takeClient)
+// and does not connect before it ended on the target: an application that
+// connects for each request holds no more sessions at once in the replay
+// than it did, and a slower target makes the replay late, as the
+// application's own clients would be, instead of crowding it. On
+// goroutines, the last coarseMargin before a statement is waited on a
+// timerfd shared by all sessions (see precise.go): the runtime's own
+// timers fire up to 1 ms late. On the engine, its own timerfd wakes the
+// session.
 //
 // # Synchronization
 //

@@ -393,7 +393,7 @@ func warnLag(res *results.Result, maxLag, sched time.Duration) {
 	src := res.LagSources
 	switch {
 	case src != nil && src.TargetMS >= src.ReplayerMS:
-		w += fmt.Sprintf("; the target was the slow side: %.0f%% of the lateness was statements whose session was still waiting for its previous statement on the target",
+		w += fmt.Sprintf("; the target was the slow side: %.0f%% of the lateness was statements whose session was still waiting on the target (its previous statement, its connection, its client's previous session) when they were due",
 			100*src.TargetMS/(src.TargetMS+src.ReplayerMS))
 		if replayer != "" {
 			w += " (the replayer: " + replayer + ")"

@@ -618,6 +618,10 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 	s.lost, s.lostAt = false, time.Time{}
 	s.failReason = ""
 	s.connected = true
+	// A statement due before the connection was ready is late by the
+	// target's doing (its backend's start-up, or its client's previous
+	// session still running there: takeClient), not the replayer's.
+	s.lastEnd = time.Now()
 	s.prepared = nil
 	clear(s.sqlPrepared) // a new connection has none
 	r.c.open.Add(1)

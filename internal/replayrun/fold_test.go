@@ -130,7 +130,10 @@ func TestRunFoldLanes(t *testing.T) {
 	add(event.Statement, "w", 110_000, "UPDATE slow SET n = n + 1 WHERE id = 1")
 	add(event.Statement, "w", 120_000, "SELECT pg_sleep(0.8)") // 1 ms in the log
 	add(event.Statement, "w", 130_000, "COMMIT")
-	add(event.Disconnect, "w", 140_000, "")
+	// Still open when the readers start: a reader that began after it
+	// ended would take its client and wait for its end, not for its
+	// commit (replay's dispatcher.takeClient).
+	add(event.Disconnect, "w", 700_000, "")
 	for slice := range int64(2) {
 		add(event.Connect, "r", slice*width+400_000, "")
 		add(event.Statement, "r", slice*width+500_000, "SELECT n FROM slow")

@@ -565,8 +565,9 @@ func (r *Result) Lagged() (LagRule, bool) {
 
 // LagSources is the schedule lag of a replay split by its cause, in ms
 // summed over the late statements: TargetMS is lateness of statements
-// whose session was still waiting for its previous statement on the
-// target when they were due (the target was slower than the original);
+// whose session was still waiting on the target when they were due (for
+// its previous statement, its connection's start-up, or its client's
+// previous session: the target was slower than the original);
 // ReplayerMS the rest, lateness the replayer itself caused (its CPU, its
 // goroutines scheduled late, its reading).
 type LagSources struct {
