@@ -90,6 +90,27 @@ func TestPerCallClients(t *testing.T) {
 	}
 }
 
+// TestFasterKeepsSessionTimes: faster than the log (headroom's steps by
+// speed) a session keeps its time whatever its client's previous one
+// does: k times the arrivals need more sessions at once than the
+// original's clients, which takeClient would hold them to.
+func TestFasterKeepsSessionTimes(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.Exec(ctx, "postgres", "CREATE TABLE crowd (n int)"); err != nil {
+		t.Fatal(err)
+	}
+	res := replayFile(t, perCallLog(t, 1, 10), Options{Target: c.DSN("postgres"), Speed: 2})
+	if res.Statements.Executed != 20 || res.Statements.Failed != 0 {
+		t.Fatalf("statements %+v", res.Statements)
+	}
+	// Sessions 20 ms apart that take 200 ms: about 10 at once.
+	if most := crowdMax(ctx, t, c); most < 2 {
+		t.Fatalf("at most %d statements at once at speed 2: the sessions waited for their client's previous one", most)
+	}
+}
+
 // crowdMax is the most statements of the application crowd saw running
 // at once.
 func crowdMax(ctx context.Context, t *testing.T, c *pgcluster.Cluster) int {

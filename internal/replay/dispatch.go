@@ -43,7 +43,7 @@ type dispatcher struct {
 	// spent are the events read and detached (see detach), given back to
 	// their source in batches.
 	spent []*event.Event
-	// freed are, at speed > 0, the sessions (their Multiply copies)
+	// freed are, at a speed above 0 and at most 1, the sessions (their Multiply copies)
 	// whose end the log showed and whose client no later session took
 	// yet, by lane (see takeClient).
 	freed map[uint8][][]*session
@@ -250,7 +250,9 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 			d.prune()
 			d.pruned = len(d.running)
 		}
-		client = d.takeClient(ev.Lane)
+		if r.opts.Speed <= 1 {
+			client = d.takeClient(ev.Lane)
+		}
 	}
 	g := make([]*session, r.opts.Multiply)
 	for i := range g {
@@ -358,7 +360,7 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 			s.q.close()
 		}
 		delete(d.active, ev.Session)
-		if r.sched.Paced() {
+		if r.sched.Paced() && r.opts.Speed <= 1 {
 			if d.freed == nil {
 				d.freed = map[uint8][][]*session{}
 			}
@@ -492,7 +494,7 @@ func (d *dispatcher) barrier(ended bool) []dep {
 	return deps
 }
 
-// takeClient returns, at speed > 0, the session (its copies) whose client
+// takeClient returns, at a speed above 0 and at most 1, the session (its copies) whose client
 // a session starting now in the log may be: one that had ended in the
 // log, which no other took yet; nil when every session before is still
 // open there. The new session does not connect before that one has ended
@@ -510,7 +512,10 @@ func (d *dispatcher) barrier(ended bool) []dep {
 // application's schedule lag. One that already exited on the target is
 // taken first, else the one that ended first in the log. Clients stay in
 // their lane: a folded log's slices are each the application's own
-// (event.Event.Lane), as Multiply's copies each take their own.
+// (event.Event.Lane), as Multiply's copies each take their own. Faster
+// than the log (headroom's steps by speed) sessions keep their times: k
+// times the arrivals need about k times the sessions at once, which the
+// original's clients are no measure of.
 func (d *dispatcher) takeClient(lane uint8) []*session {
 	freed := d.freed[lane]
 	if len(freed) == 0 {

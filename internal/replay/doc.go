@@ -42,8 +42,8 @@
 // At speed > 0 a session connects half a second (connectAheadBy) before
 // its first event is due, and the clock starts once the sessions of the
 // log's first half second have connected, so connection set-up is not
-// counted as the lag of first statements. A session that begins after
-// another ended in the log takes that one's client (dispatcher.takeClient)
+// counted as the lag of first statements. Up to speed 1, a session that
+// begins after another ended in the log takes that one's client (dispatcher.takeClient)
 // and does not connect before it ended on the target: an application that
 // connects for each request holds no more sessions at once in the replay
 // than it did, and a slower target makes the replay late, as the
