@@ -36,7 +36,7 @@ type cell struct {
 
 // known are the per-version tests rowOf maps.
 var known = map[string]bool{
-	"TestVersionsStart": true, "TestVersionsStartState": true, "TestVersionsPGSS": true, "TestVersionsObserve": true,
+	"TestVersionsStart": true, "TestVersionsStartState": true, "TestVersionsDigests": true, "TestVersionsPGSS": true, "TestVersionsObserve": true,
 	"TestVersionsObserve18StartingBackend": true, "TestVersionsExplain": true,
 	"TestVersionsAnalyzeMatchesPgStatStatements": true, "TestVersionsDemoUpgrade": true,
 	"TestVersionsReplaySync": true, "TestVersionsRehearseTemplate": true, "TestVersionsFindings": true,
@@ -65,6 +65,8 @@ func rowOf(name string) (row string, major int, ok bool) {
 		return "catalog reads pg_stat_statements", atoi(1), len(parts) == 2
 	case "TestVersionsStartState":
 		return "catalog reads a capture's start state as pg_monitor (reltuples never analyzed: unknown) and checks a copy against it", atoi(1), len(parts) == 2
+	case "TestVersionsDigests":
+		return "table digests equal to the first version's, range by range, on servers writing values otherwise (an upgrade's candidate matches its source)", atoi(1), len(parts) == 2
 	case "TestVersionsObserve":
 		if len(parts) == 3 {
 			return "observe with pg_stat_statements " + strings.TrimPrefix(parts[2], "pgss-") + ": exact calls, wait events", atoi(1), true
