@@ -172,6 +172,11 @@ GRANT ALL ON jobs, jobs_id_seq TO u1`)
 	log := writeTimedLog(t, []timedStatement{
 		{0, 0, "SELECT pg_sleep(0.3)"},
 		{0, 10, "INSERT INTO jobs (v) VALUES (0)"},
+		// The other sessions open before the late one ends in the
+		// log: none of them can be its client's next (replay's
+		// takeClient), they run beside it.
+		{1, 15, "SELECT 1"},
+		{2, 16, "SELECT 1"},
 		{0, 20, "UPDATE jobs SET v = v + 1 WHERE id = 5"},
 		{1, 30, "UPDATE jobs SET v = v + 10 WHERE id = 1"},
 		{1, 40, "UPDATE jobs SET v = v + 10 WHERE id = 5"},
