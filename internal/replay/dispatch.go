@@ -45,8 +45,8 @@ type dispatcher struct {
 	spent []*event.Event
 	// freed are, at a speed above 0 and at most 1, the sessions (their Multiply copies)
 	// whose end the log showed and whose client no later session took
-	// yet, by lane (see takeClient).
-	freed map[uint8][][]*session
+	// yet, by lane, user, database and application (see takeClient).
+	freed map[clientKey][][]*session
 }
 
 // errStopped ends reading when the replay is told to stop.
@@ -250,9 +250,6 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 			d.prune()
 			d.pruned = len(d.running)
 		}
-		if r.opts.Speed <= 1 {
-			client = d.takeClient(ev.Lane)
-		}
 	}
 	g := make([]*session, r.opts.Multiply)
 	for i := range g {
@@ -267,6 +264,9 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 			// connect before they exist (a connection ahead of its
 			// first statement would fail, and skip all of them).
 			deps = d.createdBy(deps, s)
+			if r.sched.Paced() && r.opts.Speed <= 1 {
+				client = d.takeClient(clientOf(ev.Lane, s))
+			}
 		}
 		if !d.clk.started() && !d.waitsForCreate(deps) && client == nil {
 			// (A session that waits for a CREATE cannot connect
@@ -362,9 +362,10 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 		delete(d.active, ev.Session)
 		if r.sched.Paced() && r.opts.Speed <= 1 {
 			if d.freed == nil {
-				d.freed = map[uint8][][]*session{}
+				d.freed = map[clientKey][][]*session{}
 			}
-			d.freed[ev.Lane] = append(d.freed[ev.Lane], g)
+			k := clientOf(ev.Lane, g[0])
+			d.freed[k] = append(d.freed[k], g)
 		}
 	}
 	return true
@@ -510,27 +511,42 @@ func (d *dispatcher) barrier(ended bool) []dep {
 // against 3.71x in the application, on half a CPU). What the new
 // session waits for its client is late against the log: lag, as the
 // application's schedule lag. One that already exited on the target is
-// taken first, else the one that ended first in the log. Clients stay in
+// taken first, else the one that ended first in the log, of the same
+// user, database and application (clientKey). Clients stay in
 // their lane: a folded log's slices are each the application's own
 // (event.Event.Lane), as Multiply's copies each take their own. Faster
 // than the log (headroom's steps by speed) sessions keep their times: k
 // times the arrivals need about k times the sessions at once, which the
 // original's clients are no measure of.
-func (d *dispatcher) takeClient(lane uint8) []*session {
-	freed := d.freed[lane]
+func (d *dispatcher) takeClient(k clientKey) []*session {
+	freed := d.freed[k]
 	if len(freed) == 0 {
 		return nil
 	}
-	k := 0
+	i0 := 0
 	for i, g := range freed {
 		if g[0].exited.Load() {
-			k = i
+			i0 = i
 			break
 		}
 	}
-	g := freed[k]
-	d.freed[lane] = slices.Delete(freed, k, k+1)
+	g := freed[i0]
+	d.freed[k] = slices.Delete(freed, i0, i0+1)
 	return g
+}
+
+// clientKey is what a client's sessions share: the log's lane (a folded
+// log's slice) and, on the target, the user, database and application,
+// so that a session is never taken for the next of another
+// application's client.
+type clientKey struct {
+	lane          uint8
+	user, db, app string
+}
+
+// clientOf is s's clientKey in lane.
+func clientOf(lane uint8, s *session) clientKey {
+	return clientKey{lane: lane, user: s.user, db: s.db, app: s.app}
 }
 
 // prune drops the sessions that exited from running.
