@@ -13,12 +13,13 @@ BIN         := bin/pgrehearse
 # statistics with fixed seeds) run two at a time first, which shortens
 # make test without touching a measurement.
 # Within a package, the functional cases that call t.Parallel (after its
-# timed ones, which run alone) run six at a time: they wait on paced
+# timed ones, which run alone) run ten at a time: they wait on paced
 # replays and servers starting more than they use a core (internal/cli's
 # timed cases used 0.4 to 0.7 of the 2 cores, measured with /proc/stat);
 # internal/cli took 296 s at six against 356 s at four, on a quiet
-# machine (2026-11-26, 09:17 and 09:00 UTC).
-TEST_FLAGS  ?= -p 1 -parallel 6
+# machine (2026-11-26, 09:17 and 09:00 UTC), and 179 s at ten against
+# 232 s at six, run after it, beside other work (2026-11-29, load 5-8).
+TEST_FLAGS  ?= -p 1 -parallel 10
 SERIAL_PKGS := ./internal/cli ./internal/replay ./internal/observe ./internal/sweep ./internal/sweep/logdriver \
 	./internal/headroom ./internal/rehearse ./internal/proxy ./internal/capturerun ./internal/replayrun ./internal/coord
 MODULE      := github.com/pgrehearse/pgrehearse
