@@ -75,6 +75,11 @@ type Class struct {
 	// SHARE), so it may wait for other transactions' row locks as a
 	// write does.
 	LockRows bool
+	// LockShares: one of its locking clauses is FOR SHARE or FOR KEY
+	// SHARE, which other sessions' shared locks of the rows do not wait
+	// for (with LockRows; without it, every clause is FOR UPDATE or FOR
+	// NO KEY UPDATE).
+	LockShares bool
 	// SkipsLocked: a locking clause in it skips locked rows (FOR UPDATE
 	// SKIP LOCKED): which rows it returns depends on the transactions of
 	// other sessions open at that moment, not only on those that ended
@@ -612,8 +617,13 @@ func visit(m protoreflect.Message, c *Class) {
 	case *pg_query.SelectStmt:
 		c.LockRows = c.LockRows || len(x.LockingClause) > 0
 		for _, l := range x.LockingClause {
-			if l.GetLockingClause().GetWaitPolicy() == pg_query.LockWaitPolicy_LockWaitSkip {
+			lc := l.GetLockingClause()
+			if lc.GetWaitPolicy() == pg_query.LockWaitPolicy_LockWaitSkip {
 				c.SkipsLocked = true
+			}
+			switch lc.GetStrength() {
+			case pg_query.LockClauseStrength_LCS_FORSHARE, pg_query.LockClauseStrength_LCS_FORKEYSHARE:
+				c.LockShares = true
 			}
 		}
 		if x.LimitCount != nil && (len(x.LockingClause) == 0 || waits(x.LockingClause)) {

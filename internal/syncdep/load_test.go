@@ -295,3 +295,70 @@ func TestLoadFreshInsertRaces(t *testing.T) {
 		t.Errorf("a range read across a fresh insert: %v, want RaceRelation", st.Race.Kind())
 	}
 }
+
+// TestLoadBlockQueuesOnServer: in Load mode another session's lock or
+// write of a row that a transaction block locked first with FOR UPDATE
+// waits in the replay only until that first lock ran on the target: the
+// block then holds the row, and the server's lock queue orders the two as
+// it did for the application (the wait in the statement's time on the
+// target, where a busy hour's contention shows). A block's first shared
+// lock (FOR SHARE) does not hold others off so, nor does a first lock a
+// savepoint came after (ROLLBACK TO lets it go): then the wait is for the
+// block's last statement of the row, as in Object mode always.
+func TestLoadBlockQueuesOnServer(t *testing.T) {
+	const (
+		upd    = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+		lockEx = "SELECT * FROM accounts WHERE id = $1 FOR UPDATE"
+		lockSh = "SELECT * FROM accounts WHERE id = $1 FOR SHARE"
+	)
+	cases := []struct {
+		name  string
+		first string // the block's first lock of the row
+		save  bool   // a SAVEPOINT between its first lock and its update
+		// wantFirst: the other session's lock waits for the first lock;
+		// else for the update.
+		wantFirst map[Mode]bool
+	}{
+		{"FOR UPDATE, then UPDATE", lockEx, false, map[Mode]bool{Load: true, Object: false}},
+		{"FOR SHARE, then UPDATE", lockSh, false, map[Mode]bool{Load: false, Object: false}},
+		{"FOR UPDATE, SAVEPOINT, then UPDATE", lockEx, true, map[Mode]bool{Load: false, Object: false}},
+	}
+	for _, c := range cases {
+		for _, mode := range []Mode{Load, Object} {
+			tr := NewTracker(mode)
+			tr.SetCatalog("db", keyedCatalog())
+			b := tr.Board()
+			a, o := tr.Session("db", "a"), tr.Session("db", "o")
+			run(a, ms(1)-100, ms(1)-50, "BEGIN")
+			first := runP(a, ms(1), c.first, "9").Commit
+			if c.save {
+				run(a, ms(2)-100, ms(2)-50, "SAVEPOINT s")
+			}
+			// The application's think time, then its update, holding the row.
+			last := runP(a, ms(5), upd, "1", "9").Commit
+			end := run(a, ms(6)-100, ms(6), "COMMIT").Commit
+			if first == nil || last == nil {
+				t.Fatalf("%s, %s: a block's lock and update of a row are waited for by the row's next", c.name, mode)
+			}
+			// Logged after the block's COMMIT, its lock wait on the
+			// original's server from ms(2).
+			other := runP(o, ms(6)+500, lockEx, "9")
+			want := last
+			if c.wantFirst[mode] {
+				want = first
+			}
+			if got := b.Blocker(other.Wait); got != want {
+				t.Errorf("%s, %s: the other session's FOR UPDATE waits for %v, want %v (first lock %v, update %v)",
+					c.name, mode, seqOf(got), seqOf(want), seqOf(first), seqOf(last))
+			}
+			first.Done()
+			if got := b.Blocker(other.Wait); c.wantFirst[mode] && got != nil {
+				t.Errorf("%s, %s: once the block's first lock ran, the other session waits for %v, want nothing: the server queues it", c.name, mode, seqOf(got))
+			}
+			last.Done()
+			if end != nil {
+				end.Done()
+			}
+		}
+	}
+}

@@ -73,6 +73,10 @@ type RowKey struct {
 	Params      []int32
 	kinds       []keyKind
 	Write, Lock bool
+	// Shared: its lock is a shared one (SELECT ... FOR SHARE or FOR KEY
+	// SHARE), which another session's shared lock of the row does not
+	// wait for; a write's and FOR UPDATE's are not.
+	Shared bool
 	// Insert: it may insert the row (an INSERT, with or without ON
 	// CONFLICT).
 	Insert bool
@@ -627,6 +631,7 @@ func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
 		}
 		key.Write = ra.Op != 0
 		key.Lock = ra.Op != 0 || st.LockRows
+		key.Shared = ra.Op == 0 && st.LockShares
 		key.Insert = ra.Op == fingerprint.OpInsert
 		key.Fresh = r.fresh && gr.freshInserts()
 		key.Seq, key.SeqLast = gr.seq, gr.seqLast

@@ -254,6 +254,8 @@ type rowRef struct {
 	params              []int32
 	kinds               []keyKind
 	write, lock, insert bool
+	// shared: its lock is a shared one (RowKey.Shared).
+	shared bool
 	// fresh is the id that the relation's fresh inserts write (0 when
 	// it takes none: see RowKey.Fresh); seq and seqLast tell which keys
 	// no fresh insert made (RowKey.Seq).
@@ -666,7 +668,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	}
 	if k := ef.Rows; k != nil {
 		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock, insert: k.Insert,
-			seq: k.Seq, seqLast: k.SeqLast}
+			shared: k.Shared, seq: k.Seq, seqLast: k.SeqLast}
 		if k.Fresh {
 			x.rows.fresh = t.id(d, freshKey(k.Rel))
 		}
@@ -700,11 +702,16 @@ type Session struct {
 	owner    any
 	rowLocks []uint32 // the buckets the event being read writes or locks by key
 	rowMakes bool     // and one of its statements may insert them
-	inBlock  bool     // in an explicit transaction block
-	aborted  bool     // the block failed: its COMMIT rolls back
-	tx       txBuild
-	commit   txBuild // what the event being read commits; both buffers are reused
-	ended    bool
+	rowWeak  bool     // or takes a shared lock of them (rowRef.shared)
+	// firstHeld are, in Load mode, the rows the open block locked first
+	// by an exclusive lock or a write (FOR UPDATE, FOR NO KEY UPDATE,
+	// UPDATE or DELETE by key), with that event's Txn (Tracker.setLast).
+	firstHeld map[uint32]*Txn
+	inBlock   bool // in an explicit transaction block
+	aborted   bool // the block failed: its COMMIT rolls back
+	tx        txBuild
+	commit    txBuild // what the event being read commits; both buffers are reused
+	ended     bool
 	// raceTx is what the open transaction wrote, from log time
 	// raceBegan, and raceStmt what the event last read touches,
 	// relation by relation; raceOpen: a statement of the open block
@@ -871,6 +878,7 @@ func (s *Session) Event(e Exec) Step {
 			if keyed && (r.write || r.lock) {
 				s.rowLocks = append(s.rowLocks, bucket)
 				s.rowMakes = s.rowMakes || r.insert
+				s.rowWeak = s.rowWeak || r.shared
 				if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() && t.rowOrders(l, r) {
 					step.Wait.addRow(l.tx)
 				}
@@ -942,6 +950,7 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.inBlock = true
 		s.block++
 	case TxCommit, TxRollback:
+		clear(s.firstHeld)
 		s.advRelease(advXact)
 		if eff.control == TxRollback {
 			s.notifying = s.notifying[:0]
@@ -957,7 +966,11 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.tx.reset()
 		s.aborted, s.inBlock = false, eff.chain
 		s.block++
+	case TxSavepoint:
+		// ROLLBACK TO lets go of the locks taken after its savepoint.
+		clear(s.firstHeld)
 	case TxPrepare:
+		clear(s.firstHeld)
 		s.advRelease(advXact)
 		if !s.aborted && !s.tx.empty() {
 			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all, schema: s.tx.schema}
@@ -1084,13 +1097,34 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 			t.setLast(s, step.Commit)
 		}
 	}
-	s.rowLocks, s.rowMakes = s.rowLocks[:0], false
+	s.rowLocks, s.rowMakes, s.rowWeak = s.rowLocks[:0], false, false
 }
 
 // setLast records tx as the last write or lock by key of the rows of the
-// session's event being read (see Tracker.last).
+// session's event being read (see Tracker.last). In Load mode a row the
+// open block first locked exclusively keeps that first event instead:
+// once it ran on the target, the block holds the row until it ends, so
+// another session's write or lock of the row, run then, waits in the
+// server's lock queue behind the block, as the application's did, and
+// that wait is in its time on the target; made to wait in the replay
+// for the block's last statement of the row, it waited there instead,
+// the application's think time and statements between the two with it,
+// and the candidate's lock queue was out of its time (the load judged a
+// busy hour's contention by).
 func (t *Tracker) setLast(s *Session, tx *Txn) {
 	for _, b := range s.rowLocks {
+		if t.mode == Load && s.inBlock {
+			if first, ok := s.firstHeld[b]; ok {
+				if l, ok := t.last[b]; ok && l.tx == first || !ok && first.Ran() {
+					continue
+				}
+			} else if !s.rowMakes && !s.rowWeak {
+				if s.firstHeld == nil {
+					s.firstHeld = map[uint32]*Txn{}
+				}
+				s.firstHeld[b] = tx
+			}
+		}
 		t.last[b] = rowLast{tx: tx, s: s, makes: s.rowMakes, held: s.inBlock}
 	}
 	t.lasts += len(s.rowLocks)
