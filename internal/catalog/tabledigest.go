@@ -15,9 +15,18 @@ import (
 const DigestRanges = 16
 
 // digestSettings fix how each row is written as text, so that the same
-// rows hash the same on any server and session.
+// rows hash the same on any server and session: the settings a type's
+// output reads are timestamps' and dates' (TimeZone, DateStyle),
+// intervals' (IntervalStyle), floats' and geometric types'
+// (extra_float_digits), bytea's (bytea_output), money's (lc_monetary:
+// its currency symbol, separators and sign) and the reg* types'
+// (search_path: regclass, regtype, regproc... print a name qualified or
+// not by whether its schema is on the path). numeric, integers, text,
+// json and xml are written alike under any setting (lc_numeric and
+// lc_time only change to_char).
 const digestSettings = `SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, MDY';
-SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 3; SET LOCAL bytea_output = 'hex'`
+SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 3; SET LOCAL bytea_output = 'hex';
+SET LOCAL lc_monetary = 'C'; SET LOCAL search_path = pg_catalog`
 
 const digestTablesQuery = `
 SELECT n.nspname, c.relname, pg_relation_size(c.oid),

@@ -16,6 +16,9 @@ import (
 // tenth of one table's rows changed names that table and the key ranges
 // holding them, and no other; a table without an integer key is one
 // range; the table over the size limit is listed not digested, with why.
+// The identical copy's database writes values otherwise by default
+// (search_path, which regclass's text follows; lc_monetary, money's):
+// the digest's session fixes them.
 func TestDigestTables(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
@@ -29,9 +32,15 @@ func TestDigestTables(t *testing.T) {
 		"INSERT INTO nokey SELECT md5(g::text) FROM generate_series(1, 100) g",
 		"CREATE TABLE big (id bigint PRIMARY KEY, pad text)",
 		"INSERT INTO big SELECT g, repeat('x', 200) FROM generate_series(1, 2000) g",
+		"CREATE TABLE m (id int PRIMARY KEY, price money, rel regclass)",
+		"INSERT INTO m SELECT g, g * 1234.5, 'a' FROM generate_series(1, 50) g",
 	)
 	pgclustertest.Exec(t, c, "postgres",
-		"CREATE DATABASE same TEMPLATE src", "CREATE DATABASE changed TEMPLATE src")
+		"CREATE DATABASE same TEMPLATE src", "CREATE DATABASE changed TEMPLATE src",
+		// Only C locales may exist here (C.utf8 writes money as C does):
+		// the session check below is lc_monetary's; search_path changes
+		// m's text (a, public.a).
+		"ALTER DATABASE same SET lc_monetary = 'C.utf8'", "ALTER DATABASE same SET search_path = pg_catalog")
 	// A tenth of a's rows, all in keys 1..160 (the first range) and
 	// 801..960.
 	pgclustertest.Exec(t, c, "changed",
@@ -63,6 +72,29 @@ func TestDigestTables(t *testing.T) {
 	}
 	if d := catalog.CompareDigests(rec, same); d != nil {
 		t.Errorf("identical copy differs: %v", d)
+	}
+	// The digest's session overrides the database's settings.
+	sameConn := pgclustertest.Connect(ctx, t, c.DSN("same"))
+	tx, err := sameConn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var monetary, path string
+	if err := tx.QueryRow(ctx, "SELECT current_setting('lc_monetary'), current_setting('search_path')").Scan(&monetary, &path); err != nil {
+		t.Fatal(err)
+	}
+	if monetary != "C.utf8" || path != "pg_catalog" {
+		t.Fatalf("database same's settings: lc_monetary %q, search_path %q", monetary, path)
+	}
+	if _, err := tx.Exec(ctx, catalog.DigestSettings); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, "SELECT current_setting('lc_monetary')").Scan(&monetary); err != nil {
+		t.Fatal(err)
+	}
+	if monetary != "C" {
+		t.Errorf("the digest's session's lc_monetary is %q, want C", monetary)
 	}
 
 	changed, err := catalog.DigestTables(ctx, pgclustertest.Connect(ctx, t, c.DSN("changed")), below, rec)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -43,10 +44,11 @@ type dispatcher struct {
 	// spent are the events read and detached (see detach), given back to
 	// their source in batches.
 	spent []*event.Event
-	// freed are, at a speed above 0 and at most 1, the sessions (their Multiply copies)
-	// whose end the log showed and whose client no later session took
-	// yet, by lane, user, database and application (see takeClient).
-	freed map[clientKey][][]*session
+	// clients are, at a speed above 0 and at most 1, the sessions
+	// (their Multiply copies) whose end the log showed and whose client
+	// no later session took yet, by lane, user, database and
+	// application (see takeClient).
+	clients clientPool
 }
 
 // errStopped ends reading when the replay is told to stop.
@@ -361,11 +363,7 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 		}
 		delete(d.active, ev.Session)
 		if r.sched.Paced() && r.opts.Speed <= 1 {
-			if d.freed == nil {
-				d.freed = map[clientKey][][]*session{}
-			}
-			k := clientOf(ev.Lane, g[0])
-			d.freed[k] = append(d.freed[k], g)
+			d.freeClient(ev.Lane, g)
 		}
 	}
 	return true
@@ -495,6 +493,32 @@ func (d *dispatcher) barrier(ended bool) []dep {
 	return deps
 }
 
+// freeClient offers g, whose end in lane the log showed, as the client of
+// a later session (takeClient).
+func (d *dispatcher) freeClient(lane uint8, g []*session) {
+	p := &d.clients
+	if p.keys == nil {
+		p.keys = map[clientKey]*clientQueue{}
+	}
+	k := clientOf(lane, g[0])
+	q := p.keys[k]
+	if q == nil {
+		q = &clientQueue{}
+		p.keys[k] = q
+	}
+	f := &freedClient{g: g, q: q, pool: p}
+	q.ended = append(q.ended, f)
+	s := g[0]
+	s.wmu.Lock()
+	if s.exited.Load() {
+		q.exited = append(q.exited, f)
+	} else {
+		// Told when it exits (session.exit, clientPool.exit).
+		s.freed = f
+	}
+	s.wmu.Unlock()
+}
+
 // takeClient returns, at a speed above 0 and at most 1, the session (its copies) whose client
 // a session starting now in the log may be: one that had ended in the
 // log, which no other took yet; nil when every session before is still
@@ -511,28 +535,97 @@ func (d *dispatcher) barrier(ended bool) []dep {
 // against 3.71x in the application, on half a CPU). What the new
 // session waits for its client is late against the log: lag, as the
 // application's schedule lag. One that already exited on the target is
-// taken first, else the one that ended first in the log, of the same
-// user, database and application (clientKey). Clients stay in
-// their lane: a folded log's slices are each the application's own
-// (event.Event.Lane), as Multiply's copies each take their own. Faster
-// than the log (headroom's steps by speed) sessions keep their times: k
-// times the arrivals need about k times the sessions at once, which the
-// original's clients are no measure of.
+// taken first (the first to exit), else the one that ended first in the
+// log, of the same user, database and application (clientKey). Clients
+// stay in their lane: a folded log's slices are each the application's
+// own (event.Event.Lane), as Multiply's copies each take their own.
+// Faster than the log (headroom's steps by speed) sessions keep their
+// times: k times the arrivals need about k times the sessions at once,
+// which the original's clients are no measure of.
+//
+// Each offered session is queued once in log order and once more when
+// it exits, and leaves each queue once: a burst of n ends then n begins
+// costs O(n) (BenchmarkTakeClientBurst), where scanning the offered
+// sessions for an exited one at each begin cost O(n²).
 func (d *dispatcher) takeClient(k clientKey) []*session {
-	freed := d.freed[k]
-	if len(freed) == 0 {
+	p := &d.clients
+	p.collect()
+	q := p.keys[k]
+	if q == nil {
 		return nil
 	}
-	i0 := 0
-	for i, g := range freed {
-		if g[0].exited.Load() {
-			i0 = i
-			break
+	g := q.take(&q.exited)
+	if g == nil {
+		g = q.take(&q.ended)
+	}
+	if len(q.ended) == 0 {
+		// Every one offered was taken: none is in q.exited either.
+		delete(p.keys, k)
+	}
+	return g
+}
+
+// clientPool is the dispatcher's offered sessions (see takeClient). Only
+// the dispatcher touches it, but for exits: sessions that exit append
+// themselves there, under mu.
+type clientPool struct {
+	keys  map[clientKey]*clientQueue
+	mu    sync.Mutex
+	exits []*freedClient
+}
+
+// clientQueue is a client key's offered sessions: ended, in the order
+// the log ended them, and exited, those that exited on the target, in
+// the order the dispatcher learnt it. A session is taken from either
+// and left in the other, marked taken.
+type clientQueue struct {
+	ended, exited []*freedClient
+}
+
+// freedClient is a session (its Multiply copies) offered as a client.
+type freedClient struct {
+	g     []*session
+	q     *clientQueue
+	pool  *clientPool
+	taken bool // the dispatcher's
+}
+
+// exit is told by f's session as it exits, with its wmu held.
+func (p *clientPool) exit(f *freedClient) {
+	p.mu.Lock()
+	p.exits = append(p.exits, f)
+	p.mu.Unlock()
+}
+
+// collect moves the sessions that exited since it last ran to their
+// queues' exited.
+func (p *clientPool) collect() {
+	p.mu.Lock()
+	exits := p.exits
+	p.exits = nil
+	p.mu.Unlock()
+	for _, f := range exits {
+		if !f.taken {
+			f.q.exited = append(f.q.exited, f)
 		}
 	}
-	g := freed[i0]
-	d.freed[k] = slices.Delete(freed, i0, i0+1)
-	return g
+}
+
+// take pops the first session of *from that was not taken yet, and marks
+// it taken; nil when there is none.
+func (q *clientQueue) take(from *[]*freedClient) []*session {
+	l := *from
+	defer func() { *from = l }()
+	for len(l) > 0 {
+		f := l[0]
+		l[0] = nil
+		l = l[1:]
+		if !f.taken {
+			f.taken = true
+			return f.g
+		}
+	}
+	return nil
 }
 
 // clientKey is what a client's sessions share: the log's lane (a folded

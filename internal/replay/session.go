@@ -74,6 +74,9 @@ type session struct {
 	wmu        sync.Mutex
 	waiters    []waiter
 	hasWaiters atomic.Bool
+	// freed is the dispatcher's offer of the session as a later one's
+	// client (dispatcher.takeClient), told when it exits; under wmu.
+	freed *freedClient
 
 	// Synchronization (sync.go): sx is the dispatcher's; startWait is
 	// what the session waits for before it starts, at speed 0; pid is
@@ -363,6 +366,10 @@ func (s *session) exit() {
 		close(w.ch)
 	}
 	s.waiters = nil
+	if f := s.freed; f != nil {
+		s.freed = nil
+		f.pool.exit(f)
+	}
 	s.wmu.Unlock()
 }
 
