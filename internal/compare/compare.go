@@ -914,6 +914,11 @@ type Report struct {
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
+
+	// pairs are the runs paired with the other side's run beside them
+	// in time (runPairs; nil where their order cannot pair them): what
+	// the paired interval that may clear a rule reads (decide).
+	pairs [][2]int
 }
 
 // Query returns the diff of fingerprint fp, or nil.
@@ -1059,6 +1064,8 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	}
 
 	c := comparer{o: o, mixed: mixed, useHist: useHist, hist: hc, bSpans: spans(base), cSpans: spans(cand), bRunMS: runTimeMS(base)}
+	c.pairs = runPairs(base, cand)
+	rep.pairs = c.pairs
 	c.tests = judgedFigures(base, cand, o.MinCalls)
 	if useHist && rep.Noise.Measured {
 		c.poolRoundNoise(base, cand)

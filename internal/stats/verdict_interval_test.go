@@ -100,13 +100,13 @@ func designLook(d verdictDesign) lookDecider {
 // are the whole of it here (internal/compare's
 // TestVerdictWelchThroughRuns runs the comparison itself).
 //
-// With paired, a rule is also cleared when PairedInterval at 0.10 over
-// the rounds paired index by index ends at or under thr: the pairs
-// AdjacentPairs forms in either order sequentialVerdict makes rounds in
-// ((x1, y1), (y2, x2), ... in the rehearsal's, (x1, y1), (x2, y2), ...
-// in turn).
+// With paired, a rule is also cleared when PairedInterval at
+// 0.10·PairedAlphaShare over the rounds paired index by index ends at
+// or under thr: the pairs AdjacentPairs forms in either order
+// sequentialVerdict makes rounds in ((x1, y1), (y2, x2), ... in the
+// rehearsal's, (x1, y1), (x2, y2), ... in turn).
 func verdictLook(rankOnly, paired bool) lookDecider {
-	return verdictLookAt(rankOnly, paired, 0.10, 0.10)
+	return verdictLookAt(rankOnly, paired, 0.10, 0.10*PairedAlphaShare)
 }
 
 // verdictLookAt is verdictLook with the guarded Welch interval that
