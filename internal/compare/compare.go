@@ -407,8 +407,9 @@ type Effect struct {
 	// could not carry that change: it is then not a regression.
 	Calls *CallsEvidence `json:"calls,omitempty"`
 	// Cleared is, where a rule was cleared of this figure by the
-	// rounds' Welch interval while Low-High holds the rule's threshold
-	// (decide's clearInterval), that interval: what the verdict read.
+	// rounds' Welch or paired interval while Low-High holds the rule's
+	// threshold (decide's clearInterval, pairedInterval), that
+	// interval: what the verdict read.
 	// nil where Low-High cleared every rule, or no rule read it.
 	Cleared *ClearedInterval `json:"cleared_by,omitempty"`
 	// AddedShare is, for a slower mean, what the change adds per run at

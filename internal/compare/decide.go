@@ -30,8 +30,9 @@ import (
 // decides nothing. Clearing a rule claims no change, so it needs no
 // share of Alpha: at every look a rule is clear of a query whose
 // figure's interval at Alpha (the comparison's own, or the rounds'
-// guarded Welch interval, clearInterval) ends at or under the
-// threshold. A rule broken at a look
+// guarded Welch interval, clearInterval), or the rounds' paired
+// interval at Alpha·stats.PairedAlphaShare (pairedInterval), ends at or
+// under the threshold. A rule broken at a look
 // whose noise is not measured (fewer rounds a side than a rank interval
 // needs: the default noise floors judged it) is undecided while rounds
 // may be added: on a loaded machine two rounds a side of identical
@@ -272,9 +273,10 @@ func (r *Report) figureState(f ruleFigure, rule Rule, broken, underFloors bool, 
 	if o.Look > 1 {
 		low, high, level = lookInterval(f.bRuns, f.kRuns, m, o, alpha)
 	}
-	// What clears the rule: the effect's own interval (shown), or the
+	// What clears the rule: the effect's own interval (shown), the
 	// rounds' guarded Welch interval at the comparison's level
-	// (clearInterval).
+	// (clearInterval), or their paired interval at a fifth of it
+	// (pairedInterval).
 	ci, ciOK := clearInterval(f.bRuns, f.kRuns, o.Alpha)
 	ciOK = ciOK && !o.rankOnly
 	pi, piOK := pairedInterval(f.bRuns, f.kRuns, r.pairs, o.Alpha)
