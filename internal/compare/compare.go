@@ -407,8 +407,9 @@ type Effect struct {
 	// could not carry that change: it is then not a regression.
 	Calls *CallsEvidence `json:"calls,omitempty"`
 	// Cleared is, where a rule was cleared of this figure by the
-	// rounds' Welch interval while Low-High holds the rule's threshold
-	// (decide's clearInterval), that interval: what the verdict read.
+	// rounds' Welch or paired interval while Low-High holds the rule's
+	// threshold (decide's clearInterval, pairedInterval), that
+	// interval: what the verdict read.
 	// nil where Low-High cleared every rule, or no rule read it.
 	Cleared *ClearedInterval `json:"cleared_by,omitempty"`
 	// AddedShare is, for a slower mean, what the change adds per run at
@@ -914,6 +915,11 @@ type Report struct {
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
+
+	// pairs are the runs paired with the other side's run beside them
+	// in time (runPairs; nil where their order cannot pair them): what
+	// the paired interval that may clear a rule reads (decide).
+	pairs [][2]int
 }
 
 // Query returns the diff of fingerprint fp, or nil.
@@ -1059,6 +1065,8 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	}
 
 	c := comparer{o: o, mixed: mixed, useHist: useHist, hist: hc, bSpans: spans(base), cSpans: spans(cand), bRunMS: runTimeMS(base)}
+	c.pairs = runPairs(base, cand)
+	rep.pairs = c.pairs
 	c.tests = judgedFigures(base, cand, o.MinCalls)
 	if useHist && rep.Noise.Measured {
 		c.poolRoundNoise(base, cand)

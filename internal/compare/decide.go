@@ -30,8 +30,9 @@ import (
 // decides nothing. Clearing a rule claims no change, so it needs no
 // share of Alpha: at every look a rule is clear of a query whose
 // figure's interval at Alpha (the comparison's own, or the rounds'
-// guarded Welch interval, clearInterval) ends at or under the
-// threshold. A rule broken at a look
+// guarded Welch interval, clearInterval), or the rounds' paired
+// interval at Alpha·stats.PairedAlphaShare (pairedInterval), ends at or
+// under the threshold. A rule broken at a look
 // whose noise is not measured (fewer rounds a side than a rank interval
 // needs: the default noise floors judged it) is undecided while rounds
 // may be added: on a loaded machine two rounds a side of identical
@@ -272,11 +273,14 @@ func (r *Report) figureState(f ruleFigure, rule Rule, broken, underFloors bool, 
 	if o.Look > 1 {
 		low, high, level = lookInterval(f.bRuns, f.kRuns, m, o, alpha)
 	}
-	// What clears the rule: the effect's own interval (shown), or the
+	// What clears the rule: the effect's own interval (shown), the
 	// rounds' guarded Welch interval at the comparison's level
-	// (clearInterval).
+	// (clearInterval), or their paired interval at a fifth of it
+	// (pairedInterval).
 	ci, ciOK := clearInterval(f.bRuns, f.kRuns, o.Alpha)
 	ciOK = ciOK && !o.rankOnly
+	pi, piOK := pairedInterval(f.bRuns, f.kRuns, r.pairs, o.Alpha)
+	piOK = piOK && !o.rankOnly
 	u := Undecided{Rule: rule.Text, Metric: m, Fingerprint: f.q.Fingerprint, Threshold: t, Ratio: e.Ratio, Low: low, High: finite(high), Level: level,
 		OverheadMS: f.overheadMS}
 	// A change under the per-call floors breaks the rule only beyond
@@ -310,14 +314,15 @@ func (r *Report) figureState(f ruleFigure, rule Rule, broken, underFloors bool, 
 	}
 	// Clear when an interval at the comparison's own level (Alpha)
 	// ends at or under the threshold, as at the first look: e's, or
-	// the rounds' guarded Welch interval (clearInterval). The later
+	// the rounds' guarded Welch interval (clearInterval), or their
+	// paired interval at a fifth of it (pairedInterval). The later
 	// looks' level (LookAlpha) guards the claim of a regression
 	// against optional stopping; a clear rule claims none, and holding
 	// it to that level too kept identical targets undecided after 8
 	// rounds a side whose 90% interval (0.70-1.20) said no 1.5x.
 	// Undecided is left for an interval that still holds both no
 	// change and a change beyond the threshold.
-	if high > t && e.High > t && (!ciOK || ci.High > t) {
+	if high > t && e.High > t && (!ciOK || ci.High > t) && (!piOK || pi.High > t) {
 		// Shown: the narrower of the look's interval and e's, or e's
 		// where the look's (Welch's t at a later look) lies wholly
 		// beyond the threshold while e's holds it: the rule waits on
@@ -331,22 +336,42 @@ func (r *Report) figureState(f ruleFigure, rule Rule, broken, underFloors bool, 
 	switch {
 	case e.High <= t:
 	case ciOK && ci.High <= t:
-		e.Cleared = &ClearedInterval{Low: ci.Low, High: finite(ci.High), Level: ci.Level, Dropped: ci.Dropped}
+		e.Cleared = &ClearedInterval{Interval: ClearedWelch, Low: ci.Low, High: finite(ci.High), Level: ci.Level, Dropped: ci.Dropped}
+	case piOK && pi.High <= t:
+		e.Cleared = &ClearedInterval{Interval: ClearedPaired, Low: pi.Low, High: finite(pi.High), Level: pi.Level}
 	default:
 		// The look's own (lookInterval, at its stricter level).
-		e.Cleared = &ClearedInterval{Low: low, High: finite(high), Level: level}
+		e.Cleared = &ClearedInterval{Interval: ClearedLook, Low: low, High: finite(high), Level: level}
 	}
 	return ruleClear, u
 }
 
+// ClearedBy names the interval over the rounds that cleared a rule
+// (ClearedInterval.Interval).
+type ClearedBy string
+
+const (
+	// ClearedWelch: Welch's t on the rounds' logarithms with the outlier
+	// guard, at the comparison's level (clearInterval).
+	ClearedWelch ClearedBy = "welch"
+	// ClearedPaired: Student's t on the differences of logarithms of
+	// each candidate round and the control round run beside it, at a
+	// fifth of the comparison's level (pairedInterval).
+	ClearedPaired ClearedBy = "paired"
+	// ClearedLook: a later look's own interval at its level
+	// (lookInterval).
+	ClearedLook ClearedBy = "look"
+)
+
 // ClearedInterval is the interval over the rounds that cleared a rule
-// (Effect.Cleared): Welch's t on the rounds' logarithms at Level, with
-// Dropped rounds left out by the outlier guard (stats.OutlierMADs).
+// (Effect.Cleared), named by Interval, at Level, with Dropped rounds
+// left out by the outlier guard (stats.OutlierMADs; Welch's only).
 type ClearedInterval struct {
-	Low     float64 `json:"low"`
-	High    float64 `json:"high"`
-	Level   float64 `json:"level"`
-	Dropped int     `json:"dropped,omitempty"`
+	Interval ClearedBy `json:"interval"`
+	Low      float64   `json:"low"`
+	High     float64   `json:"high"`
+	Level    float64   `json:"level"`
+	Dropped  int       `json:"dropped,omitempty"`
 }
 
 // clearInterval is the interval of a figure over the runs bv and kv at
@@ -361,6 +386,49 @@ type ClearedInterval struct {
 // than three runs a side, where it was not measured.
 func clearInterval(bv, kv []float64, alpha float64) (stats.Interval, bool) {
 	return stats.GuardedWelchInterval(bv, kv, alpha, msResolution)
+}
+
+// pairedInterval is the third interval that clears a rule: each
+// candidate run against the baseline's run beside it in time (pairs,
+// runPairs), Student's t on the pairs' differences of logarithms at
+// alpha·stats.PairedAlphaShare (stats.PairedInterval). A drift of the
+// machine over the rehearsal is in each side's spread, so in Welch's
+// interval, and not in a pair's difference. Through the rehearsal's
+// budget, in its order of rounds, it PASSes identical candidates on
+// mean>+10% whose machine drifted 3% a round in 0.79 of synthetic
+// rehearsals against 0.40 without it (a random walk of 5% a round:
+// 0.85 against 0.80), and changes just beyond the threshold as often
+// as before (a 1.12x on +10% at most 0.007 more often, a 1.2x 0.001:
+// docs/noise-measured.md, TestVerdictPairedDesigns in internal/stats);
+// at alpha itself it PASSed a 1.12x 0.06 more often. ok is false
+// without pairs, or where a side's runs are not every run of it (a run
+// without the query: bv and kv then no longer line up with pairs).
+func pairedInterval(bv, kv []float64, pairs [][2]int, alpha float64) (stats.Interval, bool) {
+	if pairs == nil {
+		return stats.Interval{}, false
+	}
+	return stats.PairedInterval(bv, kv, pairs, alpha*stats.PairedAlphaShare, msResolution)
+}
+
+// runPairs pairs each candidate run with the baseline's run beside it
+// in time, from their start times (a replay's StartedAt;
+// stats.AdjacentPairs): nil where a run has none (an analysis), the
+// sides' counts differ, or some run has no neighbour of the other side.
+func runPairs(base, cand []*Run) [][2]int {
+	at := func(runs []*Run) []int64 {
+		out := make([]int64, len(runs))
+		for i, r := range runs {
+			if r.Replay != nil {
+				out[i] = r.StartedAt.Micros()
+			}
+		}
+		return out
+	}
+	pairs, ok := stats.AdjacentPairs(at(base), at(cand))
+	if !ok {
+		return nil
+	}
+	return pairs
 }
 
 // noHistograms says whether a run of the comparison lacks latency

@@ -39,6 +39,8 @@ type comparer struct {
 	measured    bool
 	// hist is the comparison's decoded histograms (histCache).
 	hist histCache
+	// pairs are the runs beside each other in time (runPairs).
+	pairs [][2]int
 }
 
 // poolRoundNoise measures the rounds' noise of the mean and of the p95

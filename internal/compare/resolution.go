@@ -160,14 +160,36 @@ func (c *comparer) roundSD(b, k []*Query, m Metric) (float64, bool) {
 // identical sides' interval at the comparison's level (Alpha: a rule is
 // cleared on it at every look) ends under with chance power, for a query
 // over the runs b and k: the reach above 1 for identical normal rounds
-// at that quantile of the interval that clears (clearsReach). +Inf
-// without one.
+// at that quantile of the interval that clears (clearsReach), or the
+// paired interval's over the pairs' own spread (pairedClears), whichever
+// is tighter. +Inf without one.
 func (c *comparer) clears(b, k []*Query, m Metric, power float64) float64 {
 	sd, ok := c.roundSD(b, k, m)
 	if !ok {
 		return math.Inf(1)
 	}
-	return math.Exp(sd * c.clearsReach(len(values(b, m)), len(values(k, m)), power))
+	return math.Min(math.Exp(sd*c.clearsReach(len(values(b, m)), len(values(k, m)), power)),
+		c.pairedClears(values(b, m), values(k, m), power))
+}
+
+// pairedClears is the tightest threshold the paired interval over the
+// runs bv and kv (decide's pairedInterval, at a fifth of the
+// comparison's level) ends under with chance power for identical sides:
+// the spread of the pairs' differences (stats.PairedLogSD), which a
+// drift of the machine over the rehearsal does not widen, times
+// stats.PairedReach. A rule is cleared by whichever interval ends
+// lower, so the tighter of this and the unpaired reach is a threshold
+// identical sides clear with at least that chance. +Inf outside a
+// rehearsal or without pairs (runPairs).
+func (c *comparer) pairedClears(bv, kv []float64, power float64) float64 {
+	if c.o.Looks == 0 || c.o.rankOnly || c.pairs == nil {
+		return math.Inf(1)
+	}
+	sd, ok := stats.PairedLogSD(clampMS(bv), clampMS(kv), c.pairs)
+	if !ok {
+		return math.Inf(1)
+	}
+	return math.Exp(sd * stats.PairedReach(len(c.pairs), c.o.Alpha*stats.PairedAlphaShare, power))
 }
 
 // clearsReach is how far above 1, in standard deviations of a round's
@@ -208,7 +230,8 @@ func (c *comparer) meanClears(q *QueryDiff, power float64) float64 {
 			if !ok {
 				return math.Inf(1)
 			}
-			return math.Exp(sd * c.clearsReach(len(lt.BaselineRunsMS), len(lt.CandidateRunsMS), power))
+			return math.Min(math.Exp(sd*c.clearsReach(len(lt.BaselineRunsMS), len(lt.CandidateRunsMS), power)),
+				c.pairedClears(lt.BaselineRunsMS, lt.CandidateRunsMS, power))
 		}
 	}
 	return c.clears(q.BaselineRows, q.CandidateRows, MetricMean, power)

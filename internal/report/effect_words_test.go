@@ -158,6 +158,7 @@ func TestClearedIntervalNoted(t *testing.T) {
 		{nil, nil},
 		{&compare.ClearedInterval{Low: 0.99, High: 1.08, Level: 0.9}, []string{"the mean's rules cleared on the rounds' 90% interval 0.990-1.080, not the one shown"}},
 		{&compare.ClearedInterval{Low: 0.99, High: 1.08, Level: 0.9, Dropped: 1}, []string{"the mean's rules cleared on the rounds' 90% interval 0.990-1.080, not the one shown (1 outlying round left out)"}},
+		{&compare.ClearedInterval{Interval: compare.ClearedPaired, Low: 0.97, High: 1.09, Level: 0.98}, []string{"the mean's rules cleared on the rounds' paired 98% interval 0.970-1.090 (each candidate round against the control round beside it), not the one shown"}},
 	} {
 		e := shown
 		e.Cleared = tc.cleared

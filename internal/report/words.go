@@ -659,6 +659,10 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			if c := e.Of(m).Cleared; c != nil {
 				s := fmt.Sprintf("the %s's rules cleared on the rounds' %.0f%% interval %s-%s, not the one shown",
 					m, 100*c.Level, fmtBound(c.Low), fmtBound(c.High))
+				if c.Interval == compare.ClearedPaired {
+					s = fmt.Sprintf("the %s's rules cleared on the rounds' paired %.0f%% interval %s-%s (each candidate round against the control round beside it), not the one shown",
+						m, 100*c.Level, fmtBound(c.Low), fmtBound(c.High))
+				}
 				if c.Dropped > 0 {
 					s += fmt.Sprintf(" (%d outlying %s left out)", c.Dropped, plural(c.Dropped, "round", "rounds"))
 				}

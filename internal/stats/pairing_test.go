@@ -9,8 +9,9 @@ import (
 )
 
 // Pairing each candidate round with its neighbouring control round
-// (issue 76 item 4), measured on synthetic rehearsals before anything
-// trusts it; nothing in the comparison pairs rounds. Rounds run in
+// (issue 76 item 4), measured on synthetic rounds at one look: the
+// interval's own rates (the verdict clears a rule on PairedInterval at a
+// fifth of its level, TestVerdictPairedDesigns). Rounds run in
 // rehearse's order (A B B A A B B A ...), so each candidate round has a
 // control round beside it. A round's log figure is a drift shared by
 // whatever runs at that time (AR(1) from round to round, correlation

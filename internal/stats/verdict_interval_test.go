@@ -53,6 +53,12 @@ type verdictCase struct {
 	// maxSide is the budget's rounds a side; 0 means the default, 8
 	// (three, then five added pairs).
 	maxSide int
+	// abba: the rounds in the rehearsal's order (control, candidate,
+	// candidate, control, ...) rather than in turn; walk: the level of
+	// both sides takes a random step of sd walk per round made (a
+	// random walk of the machine's speed), beside the linear drift.
+	abba bool
+	walk float64
 }
 
 // lookDecider decides one look of a rule "figure>+thr" over the
@@ -93,7 +99,20 @@ func designLook(d verdictDesign) lookDecider {
 // evidence and the per-call floors are left out: the rounds' figures
 // are the whole of it here (internal/compare's
 // TestVerdictWelchThroughRuns runs the comparison itself).
-func verdictLook(rankOnly bool) lookDecider {
+//
+// With paired, a rule is also cleared when PairedInterval at
+// 0.10·PairedAlphaShare over the rounds paired index by index ends at
+// or under thr: the pairs AdjacentPairs forms in either order
+// sequentialVerdict makes rounds in ((x1, y1), (y2, x2), ... in the
+// rehearsal's, (x1, y1), (x2, y2), ... in turn).
+func verdictLook(rankOnly, paired bool) lookDecider {
+	return verdictLookAt(rankOnly, paired, 0.10, 0.10*PairedAlphaShare)
+}
+
+// verdictLookAt is verdictLook with the guarded Welch interval that
+// clears at two-sided level welchAlpha and the paired one at
+// pairedAlpha.
+func verdictLookAt(rankOnly, paired bool, welchAlpha, pairedAlpha float64) lookDecider {
 	return func(x, y []float64, look, looks int, thr float64) (int, bool) {
 		const alpha = 0.10
 		e := Effect(x, y, Options{Alpha: alpha, MinEffect: 0.10})
@@ -118,7 +137,10 @@ func verdictLook(rankOnly bool) lookDecider {
 		if e.High <= thr {
 			return -1, above
 		}
-		if in, ok := GuardedWelchInterval(x, y, alpha, 0); ok && !rankOnly && in.High <= thr {
+		if in, ok := GuardedWelchInterval(x, y, welchAlpha, 0); ok && !rankOnly && in.High <= thr {
+			return -1, above
+		}
+		if in, ok := PairedInterval(x, y, indexPairs(len(x)), pairedAlpha, 0); ok && paired && in.High <= thr {
 			return -1, above
 		}
 		return 0, above
@@ -136,19 +158,30 @@ func sequentialVerdict(r *rand.Rand, decide lookDecider, c verdictCase, thr floa
 	}
 	looks := 1 + maxSide - first
 	var x, y []float64
-	t := 0.0
-	round := func(level float64) float64 {
-		v := level * math.Exp(c.sigma*r.NormFloat64()+c.drift*t)
+	t, level := 0.0, 0.0
+	round := func(ratio float64) float64 {
+		if t > 0 && c.walk > 0 {
+			level += c.walk * r.NormFloat64()
+		}
+		v := ratio * math.Exp(c.sigma*r.NormFloat64()+c.drift*t+level)
 		t++
 		return v
 	}
-	for len(x) < maxSide {
-		x = append(x, round(1))
+	candidate := func() {
 		v := round(c.ratio)
 		if c.outlier && len(y) == 1 {
 			v *= 1.5
 		}
 		y = append(y, v)
+	}
+	for len(x) < maxSide {
+		if c.abba && len(x)%2 == 1 {
+			candidate()
+			x = append(x, round(1))
+		} else {
+			x = append(x, round(1))
+			candidate()
+		}
 		if len(x) < first {
 			continue
 		}
@@ -209,7 +242,7 @@ func TestVerdictIntervalDesigns(t *testing.T) {
 		d    lookDecider
 	}
 	designs := []design{{"rank", designLook(rankDesign)}, {"welch-trim", designLook(welchTrimDesign)},
-		{"verdict-rank", verdictLook(true)}, {"verdict", verdictLook(false)}}
+		{"verdict-rank", verdictLook(true, false)}, {"verdict", verdictLook(false, false)}}
 	if *long {
 		trials = 20000
 		designs = slices.Insert(designs, 1, design{"welch", designLook(welchDesign)})
@@ -354,4 +387,19 @@ func TestClearsReach(t *testing.T) {
 	if !math.IsInf(ClearsReach(2, 3, 0.10, 0.8), 1) {
 		t.Error("two rounds: a reach")
 	}
+}
+
+// indexPairs pairs round i of each side with round i of the other, as
+// AdjacentPairs does rounds made in turn or in the rehearsal's order.
+func indexPairs(n int) [][2]int {
+	p := make([][2]int, n)
+	for i := range p {
+		p[i] = [2]int{i, i}
+	}
+	return p
+}
+
+func pairedDesign(x, y []float64, alpha float64) (float64, float64, bool) {
+	in, ok := PairedInterval(x, y, indexPairs(len(x)), alpha, 0)
+	return in.Low, in.High, ok
 }
