@@ -480,6 +480,9 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	if m.SyncWait, err = mergeDist(a, b, x.SyncWait, y.SyncWait); err != nil {
 		return nil, err
 	}
+	if m.Connections, err = mergeConnections(a, b, x.Connections, y.Connections); err != nil {
+		return nil, err
+	}
 	if m.Sync, err = mergeSync(a, b, x.Sync, y.Sync); err != nil {
 		return nil, err
 	}
