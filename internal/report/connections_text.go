@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 )
 
 // ConnectionSetupTitle heads the connection setup's row
@@ -48,4 +49,24 @@ func writeConnectionSetup(ew *errWriter, rep *compare.Report) {
 	}
 	ew.printf("\n%s\n", ConnectionSetupTitle)
 	writeTable(ew, "  ", [][]string{head, row}, len(head)-2)
+}
+
+// connectionSetupSection is the page's connection setup: the text's row
+// (ConnectionSetupRow) under the same words; false without the row.
+func connectionSetupSection(rep *compare.Report) (htmlreport.Section, bool) {
+	head, row := ConnectionSetupRow(rep)
+	if row == nil {
+		return htmlreport.Section{}, false
+	}
+	t := htmlreport.Table{ID: "connection-setup-table"}
+	for i, h := range head {
+		t.Columns = append(t.Columns, htmlreport.Column{Label: h, Numeric: i < len(head)-2})
+	}
+	cells := make([]htmlreport.Cell, len(row))
+	for i, c := range row {
+		cells[i] = htmlreport.Text(c)
+	}
+	t.Rows = []htmlreport.Row{{Cells: cells}}
+	return htmlreport.Section{ID: "connection-setup", Title: "Connection setup", Text: []string{ConnectionSetupTitle + "."},
+		Tables: []htmlreport.Table{t}}, true
 }

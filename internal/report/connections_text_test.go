@@ -33,7 +33,8 @@ func withSetup(t *testing.T, run *compare.Run, us int64) *compare.Run {
 // saying it is not a query and not in the verdict, with the calls, the
 // mean and the p95 on each side and their changes' intervals over the
 // rounds; see testdata/connection_setup.golden (go test -update rewrites
-// it). Its JSON names the row's kind.
+// it). The page has the row in a section of its own, and the JSON names
+// the row's kind.
 func TestConnectionSetupText(t *testing.T) {
 	var base, cand []*compare.Run
 	for i, f := range []float64{1, 1.04, 0.97} {
@@ -59,6 +60,17 @@ func TestConnectionSetupText(t *testing.T) {
 		section = section[:j+1]
 	}
 	goldentest.Check(t, filepath.Join("testdata", "connection_setup.golden"), section)
+
+	page := ComparisonPage(rep, ComparisonOptions{})
+	found := false
+	for _, s := range page.Sections {
+		if s.ID == "connection-setup" && len(s.Tables) == 1 && len(s.Tables[0].Rows) == 1 && s.Tables[0].Rows[0].Cells[8].Text == "regressed" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the page has no connection setup section with its row")
+	}
 
 	js, err := json.Marshal(ComparisonDocument(rep))
 	if err != nil {
