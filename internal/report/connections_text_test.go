@@ -92,3 +92,25 @@ func TestConnectionSetupText(t *testing.T) {
 		t.Errorf("connection_setup in the JSON: %+v", doc.Setup)
 	}
 }
+
+// TestReplayConnectingLine: a replay's text says how many connections it
+// made and what their setup took; one from before says nothing of it.
+func TestReplayConnectingLine(t *testing.T) {
+	res := withSetup(t, replayRun(t, "r.json", nil, []map[string]any{row("q", 200, 10, 14)}, nil), 2000)
+	res.Connections.Failed = 2
+	var b strings.Builder
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  connecting: 40 connections, setup mean 2.10 ms, p95 2.19 ms (from the connect call to a session ready for its first statement); 2 attempts failed\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("no %q in:\n%s", want, b.String())
+	}
+	res.Connections = nil
+	b.Reset()
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "connecting:") {
+		t.Errorf("a replay without connections timed says:\n%s", b.String())
+	}
+}
