@@ -57,7 +57,11 @@ func (c *comparer) connectionSetup(base, cand []*Run) *QueryDiff {
 	if !okB || !okK {
 		return nil
 	}
-	d := c.diff(b, k)
+	// No query's server-side or windowed figures are the connections':
+	// a comparer without them.
+	cc := *c
+	cc.bWork, cc.cWork, cc.bApp, cc.cApp, cc.appWindowed = workRows{}, workRows{}, nil, nil, map[string]bool{}
+	d := cc.diff(b, k)
 	d.Kind = RowConnectionSetup
 	if lv := d.Levels; lv != nil {
 		// Measured by the replayer, whatever the queries' source.
