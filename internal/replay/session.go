@@ -609,7 +609,7 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 				s.startNoted = true
 				r.startup.connected(s, s.conn)
 			}
-			s.rec = newConnRecord(s.conn.PID(), begin, ready)
+			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
 			r.conns.add(s.rec)
 			s.unwatch = s.watchHard(s.conn)
 			s.syncConnected()
