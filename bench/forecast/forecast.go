@@ -21,6 +21,10 @@ type reportDoc struct {
 	Baseline  compare.RunSummary  `json:"baseline"`
 	Candidate *compare.RunSummary `json:"candidate"`
 	Queries   []compare.QueryDiff `json:"queries"`
+	// ConnectionSetup is the replays' connection setup as a row of its
+	// own; nil in reports of before it, and where a side's rounds
+	// connected fewer than compare.MinConnections times.
+	ConnectionSetup *compare.QueryDiff `json:"connection_setup"`
 	// app is the application rehearsed, whose kinds the queries are.
 	app *application
 }
@@ -124,6 +128,27 @@ func (d *reportDoc) forecastOf(k int) predicted {
 		p.setNext(&e)
 	case best.Ratio != nil:
 		p.ratio = best.Ratio.Mean
+	}
+	return p
+}
+
+// connectionSetup returns the forecast of the connection's setup: the
+// report's connection setup row (compare.RowConnectionSetup), its mean
+// with its interval, at the application's level where the replayer
+// measured it; not found in a report without it.
+func (d *reportDoc) connectionSetup() predicted {
+	q := d.ConnectionSetup
+	if q == nil || q.Kind != compare.RowConnectionSetup {
+		return predicted{}
+	}
+	p := predicted{found: true, status: q.Status}
+	switch {
+	case q.Effects != nil:
+		e := q.Effects.Mean
+		p.ratio, p.low, p.high, p.level, p.addedMS = e.Ratio, e.Low, e.High, e.Level, e.DeltaMS
+		p.setNext(&e)
+	case q.Ratio != nil:
+		p.ratio = q.Ratio.Mean
 	}
 	return p
 }

@@ -177,12 +177,16 @@ func (o *outcome) rows(d *reportDoc) []row {
 	if d.app.perConnection {
 		// What each transaction of an application that connects per
 		// transaction also waited: the connection's setup (pgbench's
-		// average), which no query of the report carries.
+		// average), beside the report's row of its replays' connection
+		// setup (none in reports of before it).
 		get := func(r round) (float64, bool) { return r.ConnectMS, r.ConnectMS > 0 }
 		if t, lo, hi, ok := o.trueRatio(get); ok {
 			ctl, cand, _ := o.sides(get)
-			rw := row{level: levelApp, kind: connectionRow, truth: t, tLow: lo, tHigh: hi, trueAdded: median(cand) - median(ctl)}
+			rw := row{level: levelApp, kind: connectionRow, truth: t, tLow: lo, tHigh: hi, trueAdded: median(cand) - median(ctl), fc: d.connectionSetup()}
 			rw.truthSD, _ = truthSD(ctl, cand)
+			if rw.fc.found {
+				rw.within, rw.withinOK = withinNoise(rw.fc.ratio, rw.fc.low, rw.fc.high, rw.fc.level, t, rw.truthSD)
+			}
 			rw.judge(o.ExitCode)
 			rows = append(rows, rw)
 		}

@@ -233,6 +233,31 @@ func TestRenderZoo(t *testing.T) {
 	}
 }
 
+// TestRenderConnectionSetup: percall's connection setup row takes its
+// forecast from the report's connection_setup (the rounds' connections
+// to the target, compare.RowConnectionSetup) with its interval, beside
+// pgbench -C's truth; a report from before it says "not in the report"
+// (TestRenderZoo).
+func TestRenderConnectionSetup(t *testing.T) {
+	var out bytes.Buffer
+	if err := renderDir(&out, filepath.Join("testdata", "setup")); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{
+		"percall: 8 clients (2 threads) at 57 transactions/s for 3s",
+		"app connection setup 1.00x (1.00x-1.00x) 1.36x (0.74x-2.50x) yes 0.31x-4.84x yes - 1.36 -0.039 / 9.688 unchanged not flagged",
+		"app 4 of 5",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q; it reads:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "connection setup 1.00x (1.00x-1.00x) not in the report") {
+		t.Errorf("the connection setup's forecast is not read from the report:\n%s", got)
+	}
+}
+
 // TestCPUStat reads cgroup v1's cpu.stat as the kernel writes it
 // (throttled_time in ns), and keeps nothing of a line it cannot read.
 func TestCPUStat(t *testing.T) {

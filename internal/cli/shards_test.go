@@ -224,6 +224,10 @@ func TestShardsMergeEqualSingle(t *testing.T) {
 	if a, b := one.Sessions.Total, merged.Sessions.Total; a != b {
 		t.Errorf("sessions: single %d, merged %d", a, b)
 	}
+	// Each session's connections timed once, in whichever shard ran it.
+	if a, b := one.Connections, merged.Connections; a == nil || b == nil || a.Count-one.Sessions.Reconnects != b.Count-merged.Sessions.Reconnects || b.Setup.Count != b.Count {
+		t.Errorf("connections: single %+v, merged %+v", a, b)
+	}
 	if a, b := one.Lines, merged.Lines; a == nil || b == nil || a.Total != b.Total || a.Parsed != b.Parsed {
 		t.Errorf("lines: single %+v, merged %+v", a, b)
 	}

@@ -628,6 +628,9 @@ type Ratios struct {
 
 // QueryDiff is one fingerprint in both sides.
 type QueryDiff struct {
+	// Kind is what the row measures: a query (RowQuery, omitted), or
+	// the connections' setup (Report.ConnectionSetup).
+	Kind        RowKind  `json:"kind,omitempty"`
 	Fingerprint string   `json:"fingerprint"`
 	Query       string   `json:"query"`
 	Status      Status   `json:"status"`
@@ -915,6 +918,11 @@ type Report struct {
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
+	// ConnectionSetup is the replays' connection setup as a row of its
+	// own (Kind RowConnectionSetup), when every run of both sides
+	// connected MinConnections times at least (comparer.connectionSetup):
+	// labelled by a query's rules, outside the verdict; nil otherwise.
+	ConnectionSetup *QueryDiff `json:"connection_setup,omitempty"`
 
 	// pairs are the runs paired with the other side's run beside them
 	// in time (runPairs; nil where their order cannot pair them): what
@@ -1084,6 +1092,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		rep.Queries = append(rep.Queries, d)
 	}
 	rep.Resolution = c.resolution(len(base), len(cand), rep.Queries)
+	rep.ConnectionSetup = c.connectionSetup(base, cand)
 	// A lagging replay's latency is not judged: its changes are
 	// relabelled before anything ranks them or counts them.
 	rep.Verdict.LatencyNotJudged = laggedRuns(base, cand, rep.Noise.Measured || o.JudgeLaggedLatency)

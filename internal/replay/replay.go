@@ -232,7 +232,12 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 		r.leftoversResult(res)
 	}
 	r.faultsResult(res)
-	if err := mergeShards(res, r.shards, r.sched.Paced()); err != nil {
+	var dialFailed *int64
+	if !r.opts.DryRun {
+		n := r.c.dialFailed.Load()
+		dialFailed = &n
+	}
+	if err := mergeShards(res, r.shards, r.sched.Paced(), dialFailed); err != nil {
 		return nil, err
 	}
 	if err := r.windowResult(res, ended); err != nil {

@@ -74,6 +74,9 @@ type counters struct {
 	skipped                        [len(skipReasons)]atomic.Int64 // by skipIndex
 
 	sessions, open, reconnects, connectFailed, connectRetries atomic.Int64
+	// dialFailed: connection attempts that failed (each retry one),
+	// beside the setup times the shards record (results.Connections).
+	dialFailed atomic.Int64
 	// createdRetries: statements run again, a relation another shard
 	// creates not there yet (awaitCreatedElsewhere).
 	createdRetries     atomic.Int64
@@ -127,9 +130,12 @@ type counters struct {
 // shard aggregates the figures of some sessions under one lock, so that
 // sessions seldom meet on a lock and no session owns a histogram.
 type shard struct {
-	mu      sync.Mutex
-	set     *querystats.Set
-	lag     *results.Recorder
+	mu  sync.Mutex
+	set *querystats.Set
+	lag *results.Recorder
+	// conns are the setup times of the connections its sessions made
+	// (results.Connections), µs.
+	conns   *results.Recorder
 	errors  map[string]int64
 	samples map[sampleKey]*results.ErrorSample
 	// onlyTarget and bakedIDs: the errors of statements that succeeded
@@ -248,6 +254,7 @@ func newShard() *shard {
 	return &shard{
 		set:        querystats.NewSet(),
 		lag:        results.NewRecorder(),
+		conns:      results.NewRecorder(),
 		errors:     map[string]int64{},
 		samples:    map[sampleKey]*results.ErrorSample{},
 		onlyTarget: map[string]int64{},
@@ -255,6 +262,13 @@ func newShard() *shard {
 }
 
 func (s *shard) recordLag(us int64) { s.lag.Record(us) }
+
+// recordConnect records a connection's setup time.
+func (s *shard) recordConnect(d time.Duration) {
+	s.mu.Lock()
+	s.conns.Record(d.Microseconds())
+	s.mu.Unlock()
+}
 
 // connFailures groups failed connections.
 type connFailures struct {
@@ -436,10 +450,12 @@ func NoteTargetWaits(res *results.Result, waits []WaitShare) {
 	}
 }
 
-// mergeShards adds the shards' figures to res.
-func mergeShards(res *results.Result, shards []*shard, paced bool) error {
+// mergeShards adds the shards' figures to res; dialFailed is the
+// connection attempts that failed, nil in a dry run (no connection).
+func mergeShards(res *results.Result, shards []*shard, paced bool, dialFailed *int64) error {
 	set := querystats.NewSet()
 	lag := results.NewRecorder()
+	conns := results.NewRecorder()
 	var samples []results.ErrorSample
 	res.ErrorsBySQLState = map[string]int64{}
 	res.Outcomes.OnlyOnTargetBySQLState = map[string]int64{}
@@ -447,6 +463,7 @@ func mergeShards(res *results.Result, shards []*shard, paced bool) error {
 		s.mu.Lock()
 		set.Merge(s.set)
 		lag.Merge(s.lag)
+		conns.Merge(s.conns)
 		for k, v := range s.errors {
 			res.ErrorsBySQLState[k] += v
 		}
@@ -467,6 +484,11 @@ func mergeShards(res *results.Result, shards []*shard, paced bool) error {
 	res.Queries = rows
 	if paced {
 		if res.Lag, err = lag.Distribution(); err != nil {
+			return err
+		}
+	}
+	if dialFailed != nil {
+		if res.Connections, err = results.ConnectionsOf(conns, *dialFailed); err != nil {
 			return err
 		}
 	}

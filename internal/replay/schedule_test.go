@@ -75,6 +75,11 @@ func checkInvariant(t *testing.T, res *results.Result) {
 	if err := res.Outcomes.Check(s); err != nil {
 		t.Errorf("%v: %+v", err, res.Outcomes)
 	}
+	// Every connection made is timed, reconnections included; a dry
+	// run makes none.
+	if c := res.Connections; (c == nil) != res.DryRun || c != nil && (c.Count != c.Setup.Count || c.Count < res.Sessions.Reconnects) {
+		t.Errorf("connections %+v in a replay of %d reconnections, dry run %v", c, res.Sessions.Reconnects, res.DryRun)
+	}
 }
 
 // TestPacing: a log spanning 10 s takes 10 s at speed 1, 5 s at speed 2

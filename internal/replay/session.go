@@ -604,6 +604,14 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 			}
 		}
 		if err == nil {
+			// Its setup on the target: from the attempt's start (the
+			// gate of a full listen queue included, the target's
+			// doing) to a session ready for its first statement,
+			// authentication and startup settings included; the
+			// waits for its schedule and its client came before, the
+			// preamble of a session recorded from the middle after.
+			ready := time.Now()
+			s.shard.recordConnect(ready.Sub(begin))
 			if !s.startNoted {
 				s.startNoted = true
 				r.startup.connected(s, s.conn)
@@ -616,6 +624,7 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 	}
 	if err != nil {
 		s.conn = nil
+		r.c.dialFailed.Add(1)
 		code, msg = connectError(err)
 		return code, msg, false
 	}

@@ -124,6 +124,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 	if s, ok := roundTripsSection(rep, opts.Hints); ok {
 		p.Sections = append(p.Sections, s)
 	}
+	if s, ok := connectionSetupSection(rep); ok {
+		p.Sections = append(p.Sections, s)
+	}
 	p.Sections = append(p.Sections, queriesSection(rep))
 	if opts.Findings != nil {
 		p.Sections = append(p.Sections, FindingsSection(opts.Findings, opts.Hints))

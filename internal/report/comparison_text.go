@@ -90,6 +90,7 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 		[]string{"mean C/B", "p95 C/B", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
 			return []string{fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P95), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
+	writeConnectionSetup(ew, rep)
 	writeResolution(ew, rep)
 	writeLevels(ew, rep, top)
 	writeServerWork(ew, rep, top)

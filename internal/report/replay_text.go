@@ -93,6 +93,13 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		fmt.Fprintf(&b, " (%d statements run again: a relation another shard creates did not exist yet)", ss.CreatedElsewhereRetries)
 	}
 	b.WriteString("\n")
+	if c := res.Connections; c != nil && c.Count > 0 {
+		fmt.Fprintf(&b, "  connecting: %d connections, setup mean %s ms, p95 %s ms (from the connect call to a session ready for its first statement)", c.Count, fmtMS(c.MeanMS), fmtMS(c.P95MS))
+		if c.Failed > 0 {
+			fmt.Fprintf(&b, "; %d attempts failed", c.Failed)
+		}
+		b.WriteString("\n")
+	}
 	if res.Lag != nil {
 		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms", res.Lag.P50, res.Lag.P99, res.Lag.Max)
 		if f := FinishText(res.Finish); f != "" {

@@ -473,11 +473,8 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	if sharded {
 		m.Finish, m.Window = mergeFinish(x.Finish, y.Finish), mergeWindows(a, b)
 	}
-	var err error
-	if m.Lag, err = mergeDist(a, b, x.Lag, y.Lag); err != nil {
-		return nil, err
-	}
-	if m.SyncWait, err = mergeDist(a, b, x.SyncWait, y.SyncWait); err != nil {
+	err := mergeTimes(a, b, m)
+	if err != nil {
 		return nil, err
 	}
 	if m.Sync, err = mergeSync(a, b, x.Sync, y.Sync); err != nil {
@@ -525,6 +522,21 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		}
 	}
 	return m, nil
+}
+
+// mergeTimes merges a's and b's distributions of times into m: the
+// lag, the sync waits, the connections' setup.
+func mergeTimes(a, b *Result, m *Replay) error {
+	x, y := a.Replay, b.Replay
+	var err error
+	if m.Lag, err = mergeDist(a, b, x.Lag, y.Lag); err != nil {
+		return err
+	}
+	if m.SyncWait, err = mergeDist(a, b, x.SyncWait, y.SyncWait); err != nil {
+		return err
+	}
+	m.Connections, err = mergeConnections(a, b, x.Connections, y.Connections)
+	return err
 }
 
 // mergeFinish is how far behind shards on one schedule finished: with

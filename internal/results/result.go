@@ -205,6 +205,9 @@ type Replay struct {
 	// Lag is how late statements were issued against their schedule,
 	// in ms; nil at speed 0, where there is no schedule.
 	Lag *Distribution `json:"lag_ms"`
+	// Connections is how long the sessions' connections took to set
+	// up on the target; nil in a dry run and in results from before.
+	Connections *Connections `json:"connections,omitempty"`
 	// Finish is how far behind its schedule the replay finished, which
 	// the lag does not say: a statement's lag leaves out the waits for
 	// other sessions' commits and its own session's earlier statements
