@@ -43,7 +43,7 @@
 //     accounts, about 2x the hot update;
 //   - commit-flush: the candidate's server flushes the WAL to disk at
 //     each commit (synchronous_commit and fsync on, off on the control
-//     as pgcluster starts it): about 2x COMMIT's round trip (issue 76);
+//     as pgcluster starts it): COMMIT's round trip 2x or more (issue 76);
 //   - none: identical.
 //
 // A change of the data (dropped-index, faster, update-trigger) is
