@@ -10,12 +10,14 @@ import (
 // prepared statements (pgbench -M prepared, and the replay of such a
 // log, which keeps the protocol form it read) are counted by
 // pg_stat_statements once per statement prepared, not per execution, on
-// every version from 14 to 18: its utility hook sets the queryId of the
-// statement it runs to 0, and a named statement's cached plan is the same
-// statement at every execution, so the executions after the first carry
-// queryId 0 and are not stored (measured: 10 executions of each in 2
-// sessions counted 2, where the simple and the unnamed extended protocol
-// counted 20). Their mean falls back to the round trips, which carry the
+// every version from 14 to 18: its utility hook (pgss_ProcessUtility in
+// contrib/pg_stat_statements/pg_stat_statements.c) sets the queryId of
+// the statement it runs to 0, and a named statement's cached plan is the
+// same statement at every execution, so the executions after the first
+// carry queryId 0, which pgss_store ignores (measured on 14-18: 10
+// executions of each in 2 sessions counted 2, where the simple and the
+// unnamed extended protocol counted 20; TestTxControlPGSS). No reading of
+// pg_stat_statements recovers them: they are never stored. Their mean falls back to the round trips, which carry the
 // machine's pace from round to round: an identical candidate read BEGIN
 // at 1.14x (0.71-1.85) and COMMIT at 1.41x (0.89-2.26), undecided on
 // mean>+50%. And where pg_stat_statements does count them, its COMMIT
