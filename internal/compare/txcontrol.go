@@ -1,8 +1,7 @@
 package compare
 
 import (
-	"strings"
-
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
 
@@ -50,17 +49,13 @@ const (
 )
 
 // txControlOf is what query (a normalized text) is as transaction
-// control.
+// control, by its parse (fingerprint.Classify).
 func txControlOf(query string) TxControl {
-	f := strings.Fields(strings.ToUpper(strings.TrimRight(strings.TrimSpace(query), "; ")))
-	if len(f) == 0 {
-		return ""
-	}
-	switch {
-	case f[0] == "BEGIN" || f[0] == "START" && len(f) > 1 && f[1] == "TRANSACTION":
+	switch fingerprint.Classify(query).Tx {
+	case fingerprint.TxBegin:
 		return TxBegin
-	case (f[0] == "COMMIT" || f[0] == "END") && (len(f) == 1 || f[1] == "WORK" || f[1] == "TRANSACTION" || f[1] == "AND"):
-		// COMMIT PREPARED is another statement: not these.
+	case fingerprint.TxCommit:
+		// COMMIT AND CHAIN too: it commits, then opens the next.
 		return TxCommit
 	}
 	return ""

@@ -21,7 +21,7 @@ func TestTxControlOf(t *testing.T) {
 		{"BEGIN", TxBegin}, {"begin;", TxBegin}, {"BEGIN ISOLATION LEVEL SERIALIZABLE", TxBegin},
 		{"START TRANSACTION READ ONLY", TxBegin}, {"COMMIT", TxCommit}, {"commit work", TxCommit},
 		{"END", TxCommit}, {"COMMIT AND CHAIN", TxCommit}, {"COMMIT PREPARED 'x'", ""},
-		{"ROLLBACK", ""}, {"SELECT 1", ""}, {"", ""}, {"START", ""},
+		{"ROLLBACK", ""}, {"ABORT", ""}, {"SAVEPOINT a", ""}, {"END;", TxCommit}, {"SELECT 1", ""}, {"", ""}, {"START", ""},
 	} {
 		if got := txControlOf(c.query); got != c.want {
 			t.Errorf("txControlOf(%q) = %q, want %q", c.query, got, c.want)
