@@ -163,6 +163,13 @@ var changes = []change{
 	// regression of that size for the busy machine's acceptance line.
 	{name: "update-trigger", about: "the candidate's accounts have a BEFORE UPDATE trigger (PL/pgSQL) that stamps updated_at: about 2x the hot update's server time",
 		sql: map[string]string{"hotrow": updateTrigger}},
+	// COMMIT's round trip holds the WAL flush (issue 76): the servers run
+	// with synchronous_commit and fsync off (pgcluster's defaults); the
+	// candidate flushes and syncs at each commit: COMMIT's round trip 2x
+	// or more, by the disk's sync; no other statement's server time
+	// moves.
+	{name: "commit-flush", about: "the candidate flushes the WAL to disk at each commit (synchronous_commit = on, fsync = on): COMMIT's round trip 2x or more, by the disk",
+		settings: map[string]string{"synchronous_commit": "on", "fsync": "on"}},
 	{name: "mem-limit", about: "the candidate's server runs under a memory limit, page cache included, below the data set (cgroup memory.limit_in_bytes)", memLimit: true},
 }
 

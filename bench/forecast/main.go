@@ -41,6 +41,9 @@
 //   - faster: a covering index for the report (the shop's);
 //   - update-trigger: a BEFORE UPDATE trigger on hotrow's (and hotcpu's)
 //     accounts, about 2x the hot update;
+//   - commit-flush: the candidate's server flushes the WAL to disk at
+//     each commit (synchronous_commit and fsync on, off on the control
+//     as pgcluster starts it): COMMIT's round trip 2x or more (issue 76);
 //   - none: identical.
 //
 // A change of the data (dropped-index, faster, update-trigger) is

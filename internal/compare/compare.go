@@ -678,6 +678,10 @@ type QueryDiff struct {
 	// measured at (server, log, application) and the level its mean
 	// is judged on (levels.go); nil for a query not judged.
 	Levels *QueryLevels `json:"levels,omitempty"`
+	// TxControl says a transaction-control statement (txcontrol.go):
+	// BEGIN, not judged by the latency rules; COMMIT, judged on its
+	// round trips paced by BEGIN's.
+	TxControl TxControl `json:"tx_control,omitempty"`
 
 	// BaselineRows and CandidateRows are each run's row (nil where a
 	// run lacks the query), for charts.

@@ -174,7 +174,7 @@ func (r *Report) decide(o Options) {
 		var und []Undecided
 		confirmed, unconfirmed := false, false
 		for _, rule := range r.Rules {
-			if !decidable(rule.Metric) {
+			if !decidable(rule.Metric) || q.notRuled(rule) {
 				continue
 			}
 			st, u := r.ruleState(q, rule, o, alpha)

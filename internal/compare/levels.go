@@ -137,6 +137,12 @@ type QueryLevels struct {
 	// own overhead is the larger), while Application.Mean.DeltaMS, the
 	// time added per call, is untouched by it.
 	AppOverheadMS float64 `json:"application_overhead_ms,omitempty"`
+	// Paced is, for a COMMIT (TxCommit), its round trips with each
+	// run's pace taken out by BEGIN's round trip in the run (Pace): what
+	// its mean is judged on where every run has both and the noise is
+	// measured. nil otherwise.
+	Paced *LevelTime `json:"paced_application,omitempty"`
+	Pace  *TxPace    `json:"pace,omitempty"`
 }
 
 // JudgedOnServer reports whether q's mean is judged on the server's
@@ -316,7 +322,13 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 			}
 		}
 	}
+	d.TxControl = txControlOf(d.Query)
 	onApp := c.o.JudgeLevel == LevelApplication && c.appJudgeable(lv, d.Fingerprint)
+	if d.TxControl == TxCommit {
+		// The server's time of a COMMIT leaves out the commit's WAL
+		// flush (txcontrol.go): shown, never judged.
+		onApp = false
+	}
 	bs, ks := serverMeans(c.bWork, d.Fingerprint), serverMeans(c.cWork, d.Fingerprint)
 	if bs.all && ks.all && lv.Judged != LevelServer {
 		lv.Server = c.levelTime(LevelServer, bs.ms, ks.ms, c.o.Noise.Mean)
@@ -326,7 +338,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 			c.logOverhead(lv, b, k, d.Candidate.TimedCalls)
 		}
 		lv.AppOverheadMS = appOverhead(lv)
-		if !onApp && c.measured && !c.mixed && !bs.restarted && !ks.restarted && min(bs.least, ks.least) >= c.o.MinCalls {
+		if !onApp && d.TxControl != TxCommit && c.measured && !c.mixed && !bs.restarted && !ks.restarted && min(bs.least, ks.least) >= c.o.MinCalls {
 			lv.Judged = LevelServer
 			lv.Server.Mean.setShare(lv.Server.BaselineMS, d.Candidate.TimedCalls, c.bServerRunMS)
 			c.serverCarried(b, k, lv.Server)
@@ -337,7 +349,37 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		lv.Judged = LevelApplication
 		c.judgeOnApp(d, lv, b, k)
 	}
+	if d.TxControl == TxCommit {
+		c.judgePaced(d, lv, b, k)
+	}
 	d.Levels = lv
+}
+
+// judgePaced judges a COMMIT's mean on its round trips paced by BEGIN's
+// (TxPace) where every run of both sides has MinCalls round trips of it
+// and BEGIN's, and the noise is measured; else it stays on the level it
+// had (the round trips' own where they are the results' durations).
+func (c *comparer) judgePaced(d *QueryDiff, lv *QueryLevels, b, k []*Query) {
+	if lv.Application == nil || !c.measured || c.mixed {
+		return
+	}
+	for _, rows := range [][]map[string]*Query{c.bApp, c.cApp} {
+		for _, m := range rows {
+			if q := m[d.Fingerprint]; q == nil || q.TimedCalls < c.o.MinCalls {
+				return
+			}
+		}
+	}
+	pb, pk, pace, ok := c.paced(lv.Application.BaselineRunsMS, lv.Application.CandidateRunsMS)
+	if !ok {
+		return
+	}
+	lt := c.levelTime(LevelApplication, pb, pk, c.o.Noise.Mean)
+	lt.Window = lv.Application.Window
+	lv.Paced, lv.Pace, lv.Judged = lt, pace, LevelApplication
+	lt.Mean.setShare(lt.BaselineMS, d.Candidate.TimedCalls, c.bAppRunMS)
+	c.serverCarried(b, k, lt)
+	judgeOn(d, lt)
 }
 
 // appWindow makes lv.Application, the results' own round trips, their

@@ -115,7 +115,7 @@ func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
 	if WorkRule(r.Metric) {
 		return r.checkWork(q, sw)
 	}
-	if q.Baseline == nil || q.Candidate == nil {
+	if q.Baseline == nil || q.Candidate == nil || q.notRuled(r) {
 		return Broken{}, false
 	}
 	if q.Status == StatusUndecided && r.Metric != MetricErrors {

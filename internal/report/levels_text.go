@@ -152,5 +152,34 @@ func levelsClause(rep *compare.Report) string {
 			parts = append(parts, fmt.Sprintf(", on %s for %d", LevelName(l), n))
 		}
 	}
-	return strings.Join(parts, "")
+	return strings.Join(parts, "") + txClause(rep)
+}
+
+// txClause says how transaction control was judged (compare.TxControl):
+// "; BEGIN not judged by the latency rules (no work on the server);
+// COMMIT judged on its round trips paced by BEGIN's (pg_stat_statements'
+// time leaves out the commit's WAL flush)"; "" without either.
+func txClause(rep *compare.Report) string {
+	begin, paced, commit := false, false, false
+	for i := range rep.Queries {
+		q := &rep.Queries[i]
+		switch q.TxControl {
+		case compare.TxBegin:
+			begin = true
+		case compare.TxCommit:
+			commit = true
+			paced = paced || q.Levels != nil && q.Levels.Pace != nil
+		}
+	}
+	out := ""
+	if begin {
+		out += "; BEGIN not judged by the latency rules (no work on the server)"
+	}
+	switch {
+	case paced:
+		out += "; COMMIT judged on its round trips paced by BEGIN's (pg_stat_statements' time leaves out the commit's WAL flush)"
+	case commit:
+		out += "; COMMIT never judged on server time (pg_stat_statements' time leaves out the commit's WAL flush)"
+	}
+	return out
 }
