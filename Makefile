@@ -13,13 +13,13 @@ BIN         := bin/pgrehearse
 # statistics with fixed seeds) run two at a time first, which shortens
 # make test without touching a measurement.
 # Within a package, the functional cases that call t.Parallel (after its
-# timed ones, which run alone) run ten at a time: they wait on paced
+# timed ones, which run alone) run six at a time: they wait on paced
 # replays and servers starting more than they use a core (internal/cli's
 # timed cases used 0.4 to 0.7 of the 2 cores, measured with /proc/stat);
 # internal/cli took 296 s at six against 356 s at four, on a quiet
-# machine (2026-11-26, 09:17 and 09:00 UTC), and 179 s at ten against
-# 232 s at six, run after it, beside other work (2026-11-29, load 5-8).
-TEST_FLAGS  ?= -p 1 -parallel 10
+# machine (2026-11-26, 09:17 and 09:00 UTC). At ten it took 216 s in a
+# quiet make test against 213 s at six (2026-11-29): no gain.
+TEST_FLAGS  ?= -p 1 -parallel 6
 SERIAL_PKGS := ./internal/cli ./internal/replay ./internal/observe ./internal/sweep ./internal/sweep/logdriver \
 	./internal/headroom ./internal/rehearse ./internal/proxy ./internal/capturerun ./internal/replayrun ./internal/coord
 MODULE      := github.com/pgrehearse/pgrehearse
@@ -46,6 +46,18 @@ RUN_TESTS    = status=0; \
 # per binaries (pgcluster.InitCacheEnv) instead of each running initdb,
 # most of a cluster's start: make test starts hundreds.
 test test-long test-versions test-drivers: export PGREHEARSE_INITDB_CACHE ?= /tmp/pgrehearse-initdb
+# They live in TMPDIR (pgcluster makes each there), which the test targets
+# set to a directory in /dev/shm when that memory file system has 8 GiB
+# free: a copy of the 39 MB template took 1.3-1.8 s on this machine's
+# disk while make test ran, 0.13 s in /dev/shm, and the servers' own
+# writes stay off the disk too. Without it, or with TEST_TMPDIR= given
+# empty, they live where TMPDIR already says.
+TEST_TMPDIR ?= $(shell d=/dev/shm/pgrehearse-tests; [ -d /dev/shm ] && [ -w /dev/shm ] && \
+	[ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}')" -ge 8388608 ] 2>/dev/null && \
+	mkdir -p $$d && chmod 1777 $$d && echo $$d)
+ifneq ($(TEST_TMPDIR),)
+test test-long test-versions test-drivers: export TMPDIR := $(TEST_TMPDIR)
+endif
 # The timeout only catches a hang: it bounds each package's test binary,
 # and internal/cli (the demo and rehearsals end to end, replays at the
 # original pace) took 18 minutes on a busy 2-core machine.
