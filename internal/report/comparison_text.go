@@ -195,7 +195,7 @@ func fmtDetectable(f float64) string {
 	case f <= 1 || math.IsNaN(f):
 		return "-"
 	case f >= 1e6:
-		return "none (too few calls)"
+		return "none (too few rounds or calls)"
 	case f >= 3:
 		return fmtFactor(f)
 	}
