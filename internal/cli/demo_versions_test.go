@@ -104,6 +104,13 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 			}
 			for _, q := range r.Queries {
 				if q.Status == "regressed" || q.Status == "tail_regressed" {
+					// A utility statement has no plan to keep: END,
+					// judged on its logged time since that holds the
+					// commit's WAL flush (compare's transaction
+					// control), is said so instead.
+					if strings.Contains(plans, q.Fingerprint+"  not explained: DDL or a utility statement") {
+						continue
+					}
 					if !strings.Contains(plans, q.Fingerprint+"  same plan, slower") {
 						t.Errorf("%s (%s) is not said to keep its plan on another version:\n%s", q.Query, q.Status, r.stdout)
 					}
