@@ -117,17 +117,24 @@ func (d *reportDoc) forecastOf(k int) predicted {
 	if best == nil {
 		return predicted{}
 	}
-	p := predicted{found: true, status: best.Status}
+	p := predictedOf(best)
 	if best.Status == compare.StatusTailRegressed && best.Levels != nil {
 		p.tailOf = best.Levels.Percentiles
 	}
+	return p
+}
+
+// predictedOf is a report row's forecast: its mean's ratio with its
+// interval, or its ratio alone where the row has no effects.
+func predictedOf(q *compare.QueryDiff) predicted {
+	p := predicted{found: true, status: q.Status}
 	switch {
-	case best.Effects != nil:
-		e := best.Effects.Mean
+	case q.Effects != nil:
+		e := q.Effects.Mean
 		p.ratio, p.low, p.high, p.level, p.addedMS = e.Ratio, e.Low, e.High, e.Level, e.DeltaMS
 		p.setNext(&e)
-	case best.Ratio != nil:
-		p.ratio = best.Ratio.Mean
+	case q.Ratio != nil:
+		p.ratio = q.Ratio.Mean
 	}
 	return p
 }
@@ -141,16 +148,7 @@ func (d *reportDoc) connectionSetup() predicted {
 	if q == nil || q.Kind != compare.RowConnectionSetup {
 		return predicted{}
 	}
-	p := predicted{found: true, status: q.Status}
-	switch {
-	case q.Effects != nil:
-		e := q.Effects.Mean
-		p.ratio, p.low, p.high, p.level, p.addedMS = e.Ratio, e.Low, e.High, e.Level, e.DeltaMS
-		p.setNext(&e)
-	case q.Ratio != nil:
-		p.ratio = q.Ratio.Mean
-	}
-	return p
+	return predictedOf(q)
 }
 
 func calls(q *compare.QueryDiff) int64 {
