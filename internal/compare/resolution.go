@@ -162,14 +162,22 @@ func (c *comparer) roundSD(b, k []*Query, m Metric) (float64, bool) {
 // over the runs b and k: the reach above 1 for identical normal rounds
 // at that quantile of the interval that clears (clearsReach), or the
 // paired interval's over the pairs' own spread (pairedClears), whichever
-// is tighter. +Inf without one.
+// is tighter. +Inf without one. Where roundSD has no figure because a
+// run's calls are too few to bound it (the p95 of fewer than about 90
+// calls at the calls' level), the runs' own spread stands in for it
+// (stats.LogSD, as without histograms): clearing is decided on the runs'
+// intervals alone, never on the calls' bounds, so such a query clears a
+// rule as any other (percall's report query, 41 calls a round, stated
+// p95>+inf% though its rounds' intervals cleared p95 rules).
 func (c *comparer) clears(b, k []*Query, m Metric, power float64) float64 {
+	bv, kv := values(b, m), values(k, m)
 	sd, ok := c.roundSD(b, k, m)
 	if !ok {
-		return math.Inf(1)
+		if sd, _, ok = stats.LogSD(clampMS(bv), clampMS(kv)); !ok {
+			return math.Inf(1)
+		}
 	}
-	return math.Min(math.Exp(sd*c.clearsReach(len(values(b, m)), len(values(k, m)), power)),
-		c.pairedClears(values(b, m), values(k, m), power))
+	return math.Min(math.Exp(sd*c.clearsReach(len(bv), len(kv), power)), c.pairedClears(bv, kv, power))
 }
 
 // pairedClears is the tightest threshold the paired interval over the
