@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -199,10 +200,20 @@ func TestCapacityLines(t *testing.T) {
 		{Side: sideCand, HeldK: 8, Headroom: &headroom.Answer{Lo: 7.6, AtLeast: true}},
 		{Side: "other", HeldK: 0, BrokeK: 1},
 	}}
+	// A result.json's capacity from before the SLO reads as it was
+	// written: its steps' "held" is the throughput test's.
+	var oldJSON capacityResult
+	if err := json.Unmarshal([]byte(`{"sides":[{"side":"control","steps":[{"k":1,"asked_tps":400,"tps":399,"mean_lag_ms":1,"held":true},{"k":1.5,"asked_tps":600,"tps":500,"mean_lag_ms":90,"held":false}],"held_k":1,"broke_k":1.5}],"headroom_command":["headroom"],"headroom_exit_code":0}`), &oldJSON); err != nil {
+		t.Fatal(err)
+	}
+	if st := oldJSON.Sides[0].Steps; !st[0].KeptUp || st[1].KeptUp || st[0].Verdict != nil {
+		t.Errorf("old steps read as %+v", st)
+	}
 	for _, c := range []struct {
 		r    capacityResult
 		want []string
 	}{
+		{oldJSON, []string{"capacity, control (times the application's rate): true held 1x, fell behind at 1.5x; headroom none"}},
 		{r, []string{
 			"capacity, control (times the application's rate): under p95<+50%,errors<+0.1pp true 2.50x (2.40x-2.70x) at 1250 transactions/s, headroom 2.80x (2.50x-3.10x): headroom/true 1.12, within 0.80-1.25; throughput (until it fell behind) held 3x, fell behind at 4x",
 			"capacity, candidate (times the application's rate): under p95<+50%,errors<+0.1pp true 2.00x (1.90x-2.10x) at 1000 transactions/s, headroom 3.00x (2.80x-3.20x): headroom/true 1.50, outside 0.80-1.25; throughput (until it fell behind) held 8x (the largest tried)",
