@@ -61,9 +61,9 @@ type capacityStep struct {
 type capacitySide struct {
 	Side  string         `json:"side"`
 	Steps []capacityStep `json:"steps"`
-	// HeldK and BrokeK are the throughput capacity: the largest k that
-	// kept up below the first that fell behind (BrokeK; 0: none up to
-	// the largest tried).
+	// HeldK and BrokeK are the throughput capacity: the smallest k
+	// whose rounds all fell behind (BrokeK; 0: none up to the largest
+	// tried) and the largest below it whose rounds all kept up.
 	HeldK  float64 `json:"held_k"`
 	BrokeK float64 `json:"broke_k,omitempty"`
 	// Truth is the application's capacity under the SLO: headroom's
@@ -135,10 +135,10 @@ func capacityTruth(side string, maxK float64, slo judge.SLO, run stepRunner) (ca
 	a := s.Answer()
 	cs.Truth = &a
 	cs.TruthTPS = a.Holds * baseline.StatementsPerS
-	// The throughput capacity: on up the ladder until a step falls
-	// behind.
+	// The throughput capacity: on up the ladder until every round of a
+	// k fell behind.
 	for _, k := range capacityKs {
-		if k > maxK+1e-9 || slices.ContainsFunc(cs.Steps, func(st capacityStep) bool { return !st.KeptUp }) {
+		if _, broke := throughputCapacity(cs.Steps); k > maxK+1e-9 || broke > 0 {
 			break
 		}
 		if slices.ContainsFunc(cs.Steps, func(st capacityStep) bool { return st.K >= k-1e-9 }) {
@@ -155,16 +155,25 @@ func capacityTruth(side string, maxK float64, slo judge.SLO, run stepRunner) (ca
 	return cs, nil
 }
 
-// throughputCapacity is the first k that fell behind (0: none) and the
-// largest below it that kept up.
+// throughputCapacity is the smallest k at which every round fell
+// behind (0: none), and the largest below it at which every round kept
+// up: a k whose rounds disagree, as the search's, is neither.
 func throughputCapacity(steps []capacityStep) (heldK, brokeK float64) {
+	all := func(k float64, keptUp bool) bool {
+		for _, st := range steps {
+			if math.Abs(st.K-k) < 1e-9 && st.KeptUp != keptUp {
+				return false
+			}
+		}
+		return true
+	}
 	for _, st := range steps {
-		if !st.KeptUp && (brokeK == 0 || st.K < brokeK) {
+		if !st.KeptUp && (brokeK == 0 || st.K < brokeK) && all(st.K, false) {
 			brokeK = st.K
 		}
 	}
 	for _, st := range steps {
-		if st.KeptUp && (brokeK == 0 || st.K < brokeK) {
+		if st.KeptUp && (brokeK == 0 || st.K < brokeK) && all(st.K, true) {
 			heldK = max(heldK, st.K)
 		}
 	}

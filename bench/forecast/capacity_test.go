@@ -231,3 +231,22 @@ func TestCapacityLines(t *testing.T) {
 		}
 	}
 }
+
+// TestThroughputCapacity: a k whose rounds disagree is neither held nor
+// fallen behind.
+func TestThroughputCapacity(t *testing.T) {
+	step := func(k float64, keptUp bool) capacityStep { return capacityStep{K: k, KeptUp: keptUp} }
+	for _, c := range []struct {
+		steps         []capacityStep
+		heldK, brokeK float64
+	}{
+		{[]capacityStep{step(1, true), step(2, true), step(3, false)}, 2, 3},
+		{[]capacityStep{step(1, true), step(1.5, true), step(2, false), step(1.73, true), step(1.86, false), step(1.86, true), step(2, true), step(3, false), step(3, false)}, 1.73, 3},
+		{[]capacityStep{step(1, true), step(4, true)}, 4, 0},
+		{[]capacityStep{step(1, false), step(1, false)}, 0, 1},
+	} {
+		if h, b := throughputCapacity(c.steps); h != c.heldK || b != c.brokeK {
+			t.Errorf("%+v: held %g, fell behind at %g; want %g, %g", c.steps, h, b, c.heldK, c.brokeK)
+		}
+	}
+}
