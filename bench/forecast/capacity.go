@@ -181,7 +181,8 @@ func throughputCapacity(steps []capacityStep) (heldK, brokeK float64) {
 }
 
 // judgeStep is headroom's judgement of a step (judge.Step) against the
-// side's baseline, and a step that fell behind broke besides.
+// side's baseline, and a step that fell behind broke besides, its
+// margin how far behind (rate or mean lag) it fell.
 func judgeStep(b judge.Baseline, m judge.Measurement, st capacityStep, slo judge.SLO) judge.StepVerdict {
 	v := judge.Step(b, m, st.K, slo, 0)
 	if !st.KeptUp {
@@ -189,6 +190,8 @@ func judgeStep(b judge.Baseline, m judge.Measurement, st capacityStep, slo judge
 		if st.TPS > 0 {
 			br.Margin = max(br.Margin, behindShare*st.Asked/st.TPS-1)
 		}
+		// Or behind by its mean schedule lag: by how much, as a lag.
+		br.Margin = max(br.Margin, st.LagMS/behindLagMS-1)
 		v.Held = false
 		v.Margin = max(v.Margin, br.Margin)
 		v.Broken = append(v.Broken, br)

@@ -88,6 +88,9 @@ func TestJudgeStep(t *testing.T) {
 			if !c.keptUp {
 				st.TPS = 15
 			}
+			if !c.keptUp {
+				st.LagMS = 150
+			}
 			v := judgeStep(c.b, stepMeasurement(c.txs, 5), st, slo)
 			if v.Held != c.held {
 				t.Fatalf("held = %v, want %v: %+v", v.Held, c.held, v)
@@ -97,6 +100,10 @@ func TestJudgeStep(t *testing.T) {
 			}
 			if !c.held && (len(v.Broken) == 0 || v.Broken[0].Metric != c.metric || v.Margin <= 0) {
 				t.Errorf("broken %+v (margin %v), want %s first", v.Broken, v.Margin, c.metric)
+			}
+			// Behind by its mean lag of 150 ms: half again the 100 allowed.
+			if !c.keptUp && math.Abs(v.Margin-0.5) > 1e-9 {
+				t.Errorf("fell behind with margin %v, want 0.5 (its lag's)", v.Margin)
 			}
 		})
 	}
