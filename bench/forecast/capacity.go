@@ -102,7 +102,7 @@ type stepRunner func(k float64) (capacityStep, judge.Measurement, error)
 // up to maxK) over steps run, each base round at 1x kept for the
 // baseline and every other step judged under slo (judgeStep); then the
 // throughput capacity, the ladder climbed on from the search's largest
-// k until a step falls behind.
+// k until every round of a k fell behind (throughputCapacity).
 func capacityTruth(side string, maxK float64, slo judge.SLO, run stepRunner) (capacitySide, error) {
 	cs := capacitySide{Side: side}
 	s := headroom.NewSearch(headroom.Search{MaxK: maxK})
