@@ -49,10 +49,12 @@
 // A change of the data (dropped-index, faster, update-trigger) is
 // skipped for an application without it (hotrow; the shop).
 //
-// -capacity also runs each application at 1, 1.5, 2, 3, 4 ... times its
-// rate (up to -capacity-max-k) on control and candidate until it falls
-// behind, and pgrehearse headroom (-headroom-args) on both: the k each
-// held beside headroom's answer. For example:
+// -capacity also finds each application's capacity on control and
+// candidate under headroom's SLO (its pgbench transaction types judged
+// as headroom judges queries, against 3 rounds at 1x, bisected by
+// headroom's search), and the k at which it falls behind, and runs
+// pgrehearse headroom (-headroom-args) on both: the truth's capacity
+// beside headroom's answer and their ratio. For example:
 //
 //	forecast -apps shop,hotrow,percall -scale 4 -changes none,half-cpu,mem-limit,faster
 package main
@@ -126,7 +128,7 @@ func main() {
 	flag.IntVar(&o.scale, "scale", 1, "the shop's (and percall's) data, in multiples of 50000 customers and 600000 orders (about 85 MB at 1): mem-limit needs a data set larger than its limit (-scale 4)")
 	flag.IntVar(&o.memLimitMB, "mem-limit", 256, "the mem-limit change's memory limit of the candidate's server, MB, page cache included: above shared_buffers (128MB) and the backends' own, below the data set (-scale 4: the shop's is then about 330 MB)")
 	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg-full/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-upgrade-bin MAJOR=18 builds one there; make pg-versions' builds lack them)")
-	flag.BoolVar(&o.capacity, "capacity", false, "also run each application at growing arrival rates (1, 1.5, 2, 3, 4, 6, 8 ... times its rate) on control and candidate until it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms), and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast")
+	flag.BoolVar(&o.capacity, "capacity", false, "also find each application's capacity on control and candidate: the largest arrival rate (times its rate) at which it keeps headroom's SLO (--slo in -headroom-args, or its default; each transaction type's p95 against its own at 1x, 3 rounds there, bisected as headroom does), and the first at which it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms); and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast, and their ratio")
 	flag.Float64Var(&o.capacityMaxK, "capacity-max-k", 8, "the largest load factor the capacity tries (and headroom's --max-k)")
 	headroomArgs := flag.String("headroom-args", "", "headroom's other flags with -capacity, split at spaces (no quoting)")
 	changeList := flag.String("changes", strings.Join(changeNames(), ","), "the changes to try, comma-separated: "+strings.Join(changeNames(), ", "))

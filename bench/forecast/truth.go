@@ -246,6 +246,21 @@ func appLatencies(a *application, files []string) (app, lag map[string]float64, 
 }
 
 func readTxLog(path string, scripts []txType, sumApp, sumLag map[string]float64, txs map[string]int64) error {
+	return scanTxLog(path, scripts, func(name string, appUS, lagUS float64, failed bool) {
+		if failed {
+			return
+		}
+		sumApp[name] += appUS
+		sumLag[name] += lagUS
+		txs[name]++
+	})
+}
+
+// scanTxLog passes each transaction of a pgbench per-transaction log to
+// tx: its type, its latency less its schedule lag and its lag (us), or
+// failed (pgbench's "failed"; its times are then 0). Skipped
+// transactions are left out.
+func scanTxLog(path string, scripts []txType, tx func(name string, appUS, lagUS float64, failed bool)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -257,12 +272,19 @@ func readTxLog(path string, scripts []txType, sumApp, sumLag map[string]float64,
 		if len(fields) < 6 {
 			return fmt.Errorf("%s:%d: %d fields, want 6 or more", path, line, len(fields))
 		}
-		if fields[2] == "skipped" || fields[2] == "failed" {
+		if fields[2] == "skipped" {
+			continue
+		}
+		script, err2 := strconv.Atoi(fields[3])
+		if err2 != nil || script < 0 || script >= len(scripts) {
+			return fmt.Errorf("%s:%d: cannot read %q", path, line, sc.Text())
+		}
+		if fields[2] == "failed" {
+			tx(scripts[script].name, 0, 0, true)
 			continue
 		}
 		us, err1 := strconv.ParseFloat(fields[2], 64)
-		script, err2 := strconv.Atoi(fields[3])
-		if err1 != nil || err2 != nil || script < 0 || script >= len(scripts) {
+		if err1 != nil {
 			return fmt.Errorf("%s:%d: cannot read %q", path, line, sc.Text())
 		}
 		var lagUS float64
@@ -271,10 +293,7 @@ func readTxLog(path string, scripts []txType, sumApp, sumLag map[string]float64,
 				return fmt.Errorf("%s:%d: schedule lag %q: %w", path, line, fields[6], err)
 			}
 		}
-		name := scripts[script].name
-		sumApp[name] += us - lagUS
-		sumLag[name] += lagUS
-		txs[name]++
+		tx(scripts[script].name, us-lagUS, lagUS, false)
 	}
 	return sc.Err()
 }
