@@ -19,7 +19,8 @@ import (
 // trigger makes every insert take 150 ms. In the rehearsal's rounds
 // (load mode, the default) the reader waits for nothing on either side;
 // with --sync object it waits for the late writer on the candidate, and
-// the verdict says the candidate was throttled by the replay itself.
+// the verdict says the candidate was throttled by the replay itself, and
+// never passes.
 func TestRehearseLoadMode(t *testing.T) {
 	longCase(t)
 	ctl := pgclustertest.StartT(t, pgcluster.Options{})
@@ -78,6 +79,10 @@ CREATE TRIGGER slow_feed BEFORE INSERT ON feed FOR EACH ROW EXECUTE FUNCTION slo
 			}
 			if !back.Throttle.Throttled || !throttled || !strings.Contains(stdout, "--sync object ordered reads too") {
 				t.Errorf("object: the verdict does not say the candidate was throttled: %+v", back.Throttle)
+			}
+			// Its latencies are lower bounds: never a pass.
+			if code == ExitOK || code != ExitRegression && !strings.Contains(stdout, "were throttled by the replay itself (sync waits") {
+				t.Errorf("object: a candidate throttled by the replay's waits exited %d", code)
 			}
 		}
 	}

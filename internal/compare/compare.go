@@ -1101,6 +1101,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	// relabelled before anything ranks them or counts them.
 	rep.Verdict.LatencyNotJudged = laggedRuns(base, cand, rep.Noise.Measured || o.JudgeLaggedLatency)
 	rep.markLagged()
+	rep.markThrottled(o)
 	if work {
 		rep.rankWork()
 	}

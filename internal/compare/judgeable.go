@@ -54,6 +54,14 @@ const (
 	// different load levels (Detail: both, as "2x by speed and 1x"):
 	// their differences are the load's.
 	UnjudgeableMixedLoad UnjudgeableKind = "mixed_load"
+	// UnjudgeableThrottled: the candidate's runs (Run) were throttled by
+	// the replay itself, a caller's finding (a rehearsal's: its sessions
+	// waited for each other's commits, or its rounds stretched, beyond
+	// the control's; Detail the measure): the candidate got less load
+	// than the application would have given it, so its latencies are
+	// lower bounds. A broken rule stands (the slowdown is at least
+	// that); nothing passes, and an improvement is no evidence.
+	UnjudgeableThrottled UnjudgeableKind = "throttled"
 )
 
 // Unjudgeable is one reason a comparison is not a verdict on the

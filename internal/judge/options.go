@@ -117,6 +117,10 @@ type Unjudgeable = compare.Unjudgeable
 // UnjudgeablePartial: a rehearsal stopped before its last round.
 const UnjudgeablePartial = compare.UnjudgeablePartial
 
+// UnjudgeableThrottled: the candidate's rounds were throttled by the
+// replay itself (compare.UnjudgeableThrottled).
+const UnjudgeableThrottled = compare.UnjudgeableThrottled
+
 // More is what more runs could tell a comparison (MoreRuns).
 type More struct {
 	// Undecided: a query's interval holds a ratio that breaks a rule
@@ -155,6 +159,13 @@ func MoreRuns(base, cand []Run, opts Options, width float64) More {
 // which the runs could not tell (Options.Looks).
 func (v *Verdict) Undecided() bool {
 	return v.Comparison.Verdict.Status == compare.VerdictUndecided
+}
+
+// NotJudged says that the comparison is no verdict on the candidate
+// (Options.Unjudgeable, the results' own reasons) and that no rule is
+// broken: not a pass, not a failure.
+func (v *Verdict) NotJudged() bool {
+	return v.Comparison.Verdict.Status == compare.VerdictIncomplete
 }
 
 // Diverged says that the candidate's runs did different work than the

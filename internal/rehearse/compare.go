@@ -9,16 +9,26 @@ import (
 
 // Unjudgeable are the reasons the rehearsal's rounds cannot be judged
 // that the comparison cannot see for itself: a rehearsal that stopped
-// before its last round (judge.Options.Unjudgeable). None otherwise.
+// before its last round, and a candidate whose sessions waited for each
+// other's commits where the application's did not (Throttle.WaitsDominate:
+// its latencies are lower bounds, so a broken rule stands and nothing
+// passes) (judge.Options.Unjudgeable). None otherwise. A candidate that
+// only stretched (its sessions behind the log's pace, each waiting for
+// its own previous statement: a slower target) is judged, within its
+// schedule's window (results.Window).
 func (o *Outcome) Unjudgeable() []judge.Unjudgeable {
-	if !o.Partial {
-		return nil
+	var why []judge.Unjudgeable
+	if o.Partial {
+		why = append(why, judge.Unjudgeable{
+			Kind: judge.UnjudgeablePartial,
+			Run: fmt.Sprintf("the rehearsal (%d of %d control and %d of %d candidate rounds finished)",
+				len(o.Control), o.Rounds, len(o.Candidate), o.Rounds),
+		})
 	}
-	return []judge.Unjudgeable{{
-		Kind: judge.UnjudgeablePartial,
-		Run: fmt.Sprintf("the rehearsal (%d of %d control and %d of %d candidate rounds finished)",
-			len(o.Control), o.Rounds, len(o.Candidate), o.Rounds),
-	}}
+	if t := o.Throttle; t != nil && t.WaitsDominate {
+		why = append(why, judge.Unjudgeable{Kind: judge.UnjudgeableThrottled, Run: "the candidate's rounds", Detail: fmt.Sprintf("sync waits %.1f s a round against the control's %.1f s, medians", t.Candidate.SyncWaitMedian, t.Control.SyncWaitMedian)})
+	}
+	return why
 }
 
 // KeptDatabases maps the workload's databases (as the logs and as the

@@ -134,11 +134,13 @@ func (j *Judgement) NoComparison() bool {
 
 // Options are the judge's options for the rehearsal's comparison: one
 // comparison across all the rounds finished (judge.Judge), its Look-th
-// look of out.MaxLooks. A rehearsal that stopped before its last round
-// is compared all the same, never as a pass.
+// look of out.MaxLooks. A rehearsal that stopped before its last round,
+// or whose candidate was throttled by the replay's own waits
+// (Outcome.Unjudgeable), is compared all the same, never as a pass.
 func (o JudgeOptions) Options(out *Outcome) judge.Options {
-	return judge.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, Rules: o.Rules, AllowIncomplete: out.Partial,
-		ExpectWork: o.ExpectWork, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks, JudgeLevel: o.JudgeLevel}
+	why := out.Unjudgeable()
+	return judge.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, Rules: o.Rules, AllowIncomplete: len(why) > 0,
+		ExpectWork: o.ExpectWork, Unjudgeable: why, Look: max(out.Looks, 1), Looks: out.MaxLooks, JudgeLevel: o.JudgeLevel}
 }
 
 // MoreRuns says what more rounds could tell at out's look-th look

@@ -3,6 +3,7 @@ package rehearse
 import (
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -70,5 +71,38 @@ func TestThrottling(t *testing.T) {
 	}
 	if m := syncOf(nil, side(timedRound(20, 0))); m != results.SyncObject {
 		t.Errorf("syncOf = %q", m)
+	}
+}
+
+// TestThrottledUnjudgeable: a candidate whose sessions waited for each
+// other's commits where the application's did not is no verdict on its
+// own (its latencies are lower bounds: judge.UnjudgeableThrottled), and
+// the comparison is made all the same (AllowIncomplete); one that only
+// stretched (a slower target, measured within its window) is judged.
+func TestThrottledUnjudgeable(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		control, candidate []*results.Result
+		throttled          bool
+	}{
+		{"alike", side(timedRound(20.2, 1), timedRound(20.4, 1.5), timedRound(20.1, 1)), side(timedRound(20.3, 1.2), timedRound(20.2, 1), timedRound(20.5, 1.1)), false},
+		{"stretched only", side(timedRound(20, 0.1), timedRound(20.5, 0.1), timedRound(21, 0.2)), side(timedRound(26, 0.3), timedRound(27, 0.2), timedRound(26.5, 0.2)), false},
+		{"waits", side(timedRound(20, 2), timedRound(20, 3), timedRound(20, 2)), side(timedRound(20.5, 15), timedRound(20.5, 12), timedRound(20, 20)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &Outcome{Rounds: 3, Control: tc.control, Candidate: tc.candidate}
+			out.measureLoad()
+			why := out.Unjudgeable()
+			got := len(why) == 1 && why[0].Kind == judge.UnjudgeableThrottled
+			if got != tc.throttled || !tc.throttled && len(why) > 0 {
+				t.Fatalf("unjudgeable %+v, want throttled %v", why, tc.throttled)
+			}
+			if o := (JudgeOptions{}).Options(out); o.AllowIncomplete != tc.throttled {
+				t.Errorf("AllowIncomplete %v, want %v", o.AllowIncomplete, tc.throttled)
+			}
+			if tc.throttled && why[0].Detail != "sync waits 15.0 s a round against the control's 2.0 s, medians" {
+				t.Errorf("detail %q", why[0].Detail)
+			}
+		})
 	}
 }

@@ -624,6 +624,9 @@ func UnjudgeableText(u compare.Unjudgeable) string {
 		return fmt.Sprintf("%s and %s are identical inputs (the same figures: one result twice, or two analyses of one log): comparing them says nothing", u.Run, u.Other)
 	case compare.UnjudgeableInvalid:
 		return fmt.Sprintf("%s: %s %s", u.Run, u.Field, u.Detail)
+	case compare.UnjudgeableThrottled:
+		return u.Run + " were throttled by the replay itself (" + u.Detail + "): the candidate got less load than the application would give it, " +
+			"so its latencies are lower bounds: a broken rule stands, but no pass and no improvement can be told"
 	case compare.UnjudgeableMixedLoad:
 		return fmt.Sprintf("%s and %s replayed the workload at different load levels (%s): their differences are the load's, not the candidate's", u.Run, u.Other, u.Detail)
 	}
@@ -738,6 +741,8 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			out = append(out, withoutOverheadNote(rep, q))
 		case compare.ReasonReplayLagged:
 			out = append(out, "its latency is not judged: a replay of this comparison of one run a side fell behind its schedule")
+		case compare.ReasonCandidateThrottled:
+			out = append(out, "faster, but not judged: the candidate's rounds were throttled by the replay itself, so its latency is a lower bound")
 		case compare.ReasonHistogramUnreadable:
 			out = append(out, "a latency histogram did not decode: the calls' own sampling error is not in the interval")
 		case compare.ReasonMayBreakRule:
@@ -822,8 +827,11 @@ const NotJudgedLagTitle = "Not judged (lag): latency changed beyond the floors, 
 
 // StatusText is a query's status for a person: "tail regressed".
 func StatusText(s compare.Status) string {
-	if s == compare.StatusNotJudgedLag {
+	switch s {
+	case compare.StatusNotJudgedLag:
 		return "not judged (lag)"
+	case compare.StatusNotJudgedThrottled:
+		return "not judged (throttled)"
 	}
 	return strings.ReplaceAll(string(s), "_", " ")
 }
