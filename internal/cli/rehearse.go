@@ -398,9 +398,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 			len(out.Control), rehearsal.BudgetText(out.BudgetEnded))}
 	case v.LatencyNotJudged():
 		return errLatencyNotJudged
-	case v.NotJudged():
-		// A candidate throttled by the replay's own waits: no rule
-		// broken, but its latencies are lower bounds.
+	case v.NotJudged(): // a candidate throttled by the replay's own waits
 		return &exitError{code: ExitIncomplete, err: errors.New("NOT JUDGED: no --fail-on rule is broken, but the candidate's rounds cannot pass (see the verdict)")}
 	}
 	return nil

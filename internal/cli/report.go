@@ -300,9 +300,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	return nil
 }
 
-// errLatencyNotJudged ends a comparison that judged no latency: a replay
-// fell behind its schedule, one run a side (issue 44: such a replay once
-// made an identical candidate FAIL).
+// errLatencyNotJudged ends a comparison that judged no latency (a replay behind its schedule, one run a side: issue 44).
 var errLatencyNotJudged = &exitError{code: ExitIncomplete, err: errors.New("latency not judged: a replay fell behind its schedule " +
 	"(see the verdict); replay again on a quieter machine or at a lower --speed, or compare three runs a side")}
 
