@@ -213,7 +213,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 		DatabaseMap: r.cfg.DatabaseMap, Logs: target.Logs, Change: &fix,
 		Phase: func(p rounds.Phase, at rounds.Place) { r.progress(round.at(at), p) },
 		Replay: func(ctx context.Context, at rounds.Place) (*results.Result, error) {
-			return r.cfg.Replay(ctx, round.at(at), target)
+			return r.cfg.Replay(ctx, r.cfg.catalogOf(round.at(at)), target)
 		},
 	})
 	rec.Reset = end.Place.Reset

@@ -81,6 +81,14 @@ type Round struct {
 	// Beside: a round run in turn with the fix rounds (RunFixes), which
 	// the fixes are judged against; not one of the comparison's.
 	Beside bool
+	// CatalogFrom is the server whose catalog the replay's sessions are
+	// synchronized by, CatalogDatabaseMap its names of the logged
+	// databases: the candidate's rounds read the control's (the user's
+	// map), so that its sessions wait for the same dependencies as the
+	// control's and a change of the candidate's (a trigger) does not
+	// change the load its replay gives it; empty for the control's.
+	CatalogFrom        string
+	CatalogDatabaseMap map[string]string
 }
 
 // Name names the round in progress lines: "control 2", "candidate 4
@@ -549,7 +557,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		DatabaseMap: r.cfg.DatabaseMap, Logs: target.Logs,
 		Phase: func(p rounds.Phase, at rounds.Place) { r.progress(round.at(at), p) },
 		Replay: func(ctx context.Context, at rounds.Place) (*results.Result, error) {
-			return r.cfg.Replay(ctx, round.at(at), target)
+			return r.cfg.Replay(ctx, r.cfg.catalogOf(round.at(at)), target)
 		},
 		Keep: func(ctx context.Context, res *results.Result, rerr error) bool {
 			return r.cfg.KeepLast && !round.Beside && round.N >= r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil
@@ -628,6 +636,15 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 // at is round replayed where a reset made place for it.
 func (round Round) at(at rounds.Place) Round {
 	round.Reset, round.DatabaseMap, round.Logs = at.Reset, at.DatabaseMap, at.Logs
+	return round
+}
+
+// catalogOf sets where round's replay reads the catalog its sessions
+// are synchronized by: the control's, for a candidate's round.
+func (cfg *Config) catalogOf(round Round) Round {
+	if round.Side == Candidate && cfg.Control.DSN != "" {
+		round.CatalogFrom, round.CatalogDatabaseMap = cfg.Control.DSN, cfg.DatabaseMap
+	}
 	return round
 }
 
@@ -804,5 +821,6 @@ func ReadOutcome(dir string) (*Outcome, error) {
 // target logs, and the round and side written into its result.
 func RoundOf(round Round, target Target) replayrun.Round {
 	return replayrun.Round{Target: target.DSN, DatabaseMap: round.DatabaseMap, TargetLogs: round.Logs,
-		Part: &results.Part{Round: round.N, Side: round.Side}, BatchInserts: round.BatchInserts}
+		Part: &results.Part{Round: round.N, Side: round.Side}, BatchInserts: round.BatchInserts,
+		CatalogFrom: round.CatalogFrom, CatalogDatabaseMap: round.CatalogDatabaseMap}
 }

@@ -260,3 +260,34 @@ func TestRoundsUntilDecided(t *testing.T) {
 		t.Errorf("%d records, added %d, budget %q: want the 2 rounds a side only", len(out.Records), out.Added, out.BudgetEnded)
 	}
 }
+
+// TestCandidateReadsTheControlsCatalog: every candidate round's replay
+// synchronizes its sessions by the control's catalog, in the user's
+// names of the databases (replay.Options.CatalogFrom), so that a change
+// of the candidate's (a trigger) does not change what they wait for;
+// the control's rounds read their own target's.
+func TestCandidateReadsTheControlsCatalog(t *testing.T) {
+	functionalCase(t)
+	dbs := map[string]string{"shop": "shop_live"}
+	got := map[Side][]string{}
+	_, err := Run(context.Background(), Config{
+		Control:     Target{DSN: "host=control", Reset: reset.None{}},
+		Candidate:   Target{DSN: "host=candidate", Reset: reset.None{}},
+		Rounds:      2,
+		DatabaseMap: dbs,
+		Replay: func(_ context.Context, r Round, target Target) (*results.Result, error) {
+			rr := RoundOf(r, target)
+			got[r.Side] = append(got[r.Side], rr.CatalogFrom)
+			if rr.CatalogFrom != "" && rr.CatalogDatabaseMap["shop"] != "shop_live" {
+				t.Errorf("round %d: catalog database map %v", r.Seq, rr.CatalogDatabaseMap)
+			}
+			return &results.Result{Kind: results.KindReplay}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got[Control], []string{"", ""}) || !slices.Equal(got[Candidate], []string{"host=control", "host=control"}) {
+		t.Fatalf("catalogs read from: control's rounds %q, candidate's %q", got[Control], got[Candidate])
+	}
+}

@@ -53,6 +53,18 @@ type Options struct {
 	// everything else (host, port, sslmode, password, passfile, the libpq
 	// environment) applies to every session.
 	Target string
+	// CatalogFrom, when set, is the server whose catalog the sessions'
+	// synchronization reads (syncdep.LoadCatalog: keys, foreign keys,
+	// triggers, rules, views) in place of the target's, each logged
+	// database by its name in CatalogDatabaseMap (absent: the logged
+	// name): a rehearsal's candidate reads the control's, so that what
+	// its sessions wait for is the original workload's dependencies, not
+	// the candidate's change (a trigger the candidate added made every
+	// write of its table wait for every earlier one: hotrow's hot update
+	// waited 8.6 s a round where the control's waited 0.6 s). A catalog
+	// it cannot read there is read on the target, said in a note.
+	CatalogFrom        string
+	CatalogDatabaseMap map[string]string
 
 	// Speed multiplies the original pace: 1 is real time, 2 twice as
 	// fast. 0 is the other schedule, Unpaced: as fast as possible (see

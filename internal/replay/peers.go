@@ -79,7 +79,7 @@ func (r *Replayer) followPeers() {
 	r.opts.Peers.Follow(sr.tr, func(ev *event.Event) string { return mapped(r.opts.DatabaseMap, ev.Database) },
 		func(ev *event.Event, db string) {
 			began := time.Now()
-			cat, err := r.loadCatalog(mapped(r.opts.UserMap, ev.User), db)
+			cat, err := r.syncCatalog(mapped(r.opts.UserMap, ev.User), db, ev.Database)
 			sr.catalog += time.Since(began)
 			if err != nil {
 				sr.note("database %q: its catalog could not be read at the start (%v), so its statements waited as in commit mode", db, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -178,7 +179,7 @@ func (r *Replayer) attachSync(s *session, ev *event.Event, created bool) {
 		if !read {
 			began := time.Now()
 			var err error
-			cat, err = r.loadCatalog(s.user, s.db)
+			cat, err = r.syncCatalog(s.user, s.db, ev.Database)
 			if err != nil && created {
 				if tcat, terr := r.loadCatalog(s.user, "template1"); terr == nil {
 					sr.note("database %q is created by the log: its statements waited by object, with the catalog of template1", s.db)
@@ -294,6 +295,31 @@ func answerBool(a *event.Answer) syncdep.AnswerBool {
 		}
 	}
 	return syncdep.AnswerUnknown
+}
+
+// syncCatalog is the catalog the synchronization reads for the logged
+// database logged, db on the target, as user: Options.CatalogFrom's when
+// set and readable, else the target's.
+func (r *Replayer) syncCatalog(user, db, logged string) (*syncdep.Catalog, error) {
+	if r.opts.CatalogFrom == "" {
+		return r.loadCatalog(user, db)
+	}
+	from := mapped(r.opts.CatalogDatabaseMap, logged)
+	ctx, cancel := context.WithTimeout(r.hard, r.opts.ConnectTimeout+syncdep.CatalogTimeout)
+	defer cancel()
+	cfg, err := connstr.Parse(withUserDB(r.opts.CatalogFrom, user, from))
+	if err == nil {
+		var conn *pgconn.PgConn
+		if conn, err = r.dial(ctx, ownConfig(cfg, true)); err == nil {
+			defer conn.Close(context.Background())
+			var cat *syncdep.Catalog
+			if cat, err = syncdep.LoadCatalog(ctx, conn); err == nil {
+				return cat, nil
+			}
+		}
+	}
+	r.sync.note("database %q: the catalog of the server it was to be read from could not be read (%v), so the target's was", db, err)
+	return r.loadCatalog(user, db)
 }
 
 // loadCatalog reads a database's catalog on the target, as user.

@@ -33,6 +33,11 @@ type Round struct {
 	// BatchInserts, when not 0, replaces the Config's (a rehearsal's
 	// rounds with batched INSERTs).
 	BatchInserts int
+	// CatalogFrom and CatalogDatabaseMap, when set, are where the
+	// synchronization reads its catalog (replay.Options.CatalogFrom: a
+	// rehearsal's candidate reads the control's).
+	CatalogFrom        string
+	CatalogDatabaseMap map[string]string
 }
 
 // RunRound replays one round of a command that replays a workload
@@ -68,6 +73,9 @@ func (cfg Config) Round(r Round) Config {
 	}
 	if r.BatchInserts != 0 {
 		cfg.BatchInserts = r.BatchInserts
+	}
+	if r.CatalogFrom != "" {
+		cfg.Replay.CatalogFrom, cfg.Replay.CatalogDatabaseMap = r.CatalogFrom, r.CatalogDatabaseMap
 	}
 	if r.Window.Start != 0 {
 		end := cfg.Selection.End
