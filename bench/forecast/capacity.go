@@ -394,7 +394,11 @@ func (r *capacityResult) lines() []string {
 	var lines []string
 	for _, s := range r.Sides {
 		tp := fmt.Sprintf("held %gx", s.HeldK)
-		if s.HeldK == 0 {
+		if s.HeldK == 0 && s.BrokeK > 1 {
+			// Some rounds of 1x (and what lies between) kept up, not
+			// all: no k held in every round.
+			tp = fmt.Sprintf("held no k in every round, fell behind at %gx", s.BrokeK)
+		} else if s.HeldK == 0 {
 			tp = "fell behind at 1x"
 		} else if s.BrokeK > 0 {
 			tp += fmt.Sprintf(", fell behind at %gx", s.BrokeK)

@@ -201,6 +201,8 @@ func TestCapacityLines(t *testing.T) {
 		{Side: sideControl, HeldK: 3, BrokeK: 4, Truth: &headroom.Answer{Holds: 2.5, Lo: 2.4, Hi: 2.7}, TruthTPS: 1250, Headroom: &headroom.Answer{Holds: 2.8, Lo: 2.5, Hi: 3.1}},
 		{Side: sideCand, HeldK: 8, Truth: &headroom.Answer{Holds: 2, Lo: 1.9, Hi: 2.1}, TruthTPS: 1000, Headroom: &headroom.Answer{Holds: 3, Lo: 2.8, Hi: 3.2}},
 		{Side: "third", HeldK: 0, BrokeK: 1, Truth: &headroom.Answer{Holds: 8, Lo: 8, AtLeast: true}, TruthTPS: 4000},
+		// 1x kept up in some rounds only (the quiet run's half-CPU shop).
+		{Side: "fourth", HeldK: 0, BrokeK: 1.22, Truth: &headroom.Answer{Holds: 1.04, Lo: 1, Hi: 1.15}, TruthTPS: 376, Headroom: &headroom.Answer{Holds: 1.41, Lo: 1.35, Hi: 1.45}},
 	}}
 	old := capacityResult{Sides: []capacitySide{
 		{Side: sideControl, HeldK: 3, BrokeK: 4, Headroom: &headroom.Answer{Holds: 2.8, Lo: 2.5, Hi: 3.1}},
@@ -225,6 +227,7 @@ func TestCapacityLines(t *testing.T) {
 			"capacity, control (times the application's rate): under p95<+50%,errors<+0.1pp true 2.50x (2.40x-2.70x) at 1250 transactions/s, headroom 2.80x (2.50x-3.10x): headroom/true 1.12, within 0.80-1.25; throughput (until it fell behind) held 3x, fell behind at 4x",
 			"capacity, candidate (times the application's rate): under p95<+50%,errors<+0.1pp true 2.00x (1.90x-2.10x) at 1000 transactions/s, headroom 3.00x (2.80x-3.20x): headroom/true 1.50, outside 0.80-1.25; throughput (until it fell behind) held 8x (the largest tried)",
 			"capacity, third (times the application's rate): under p95<+50%,errors<+0.1pp true at least 8.00x at 4000 transactions/s, headroom none: no ratio (an answer missing, or only a lower bound); throughput (until it fell behind) fell behind at 1x",
+			"capacity, fourth (times the application's rate): under p95<+50%,errors<+0.1pp true 1.04x (1.00x-1.15x) at 376 transactions/s, headroom 1.41x (1.35x-1.45x): headroom/true 1.36, outside 0.80-1.25; throughput (until it fell behind) held no k in every round, fell behind at 1.22x",
 		}},
 		{old, []string{
 			"capacity, control (times the application's rate): true held 3x, fell behind at 4x; headroom 2.80x (2.50x-3.10x)",
