@@ -549,8 +549,8 @@ func (s *sidesShown) set(side headroom.Side) {
 // fold's slices apart when split in shards (Load.ReplaySlices).
 func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
 	load := h.load(st)
-	rs := load.Rounds(replayrun.Round{Target: target.DSN, DatabaseMap: st.DatabaseMap, TargetLogs: st.Logs,
-		Part: &results.Part{Round: st.N, Side: st.Side}}, h.first, h.span)
+	rs := load.Rounds(replayrun.Round{Target: target.DSN, DatabaseMap: st.DatabaseMap, TargetLogs: st.Logs, CatalogFrom: st.CatalogFrom,
+		CatalogDatabaseMap: st.CatalogDatabaseMap, Part: &results.Part{Round: st.N, Side: st.Side}}, h.first, h.span)
 	if len(rs) == 1 {
 		return h.replayOnce(ctx, st, rs[0])
 	}

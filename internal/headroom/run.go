@@ -72,6 +72,14 @@ type StepRun struct {
 	// Try is the name of the try (Config.Tries) applied after the
 	// step's reset; "" for the search without one.
 	Try string
+	// CatalogFrom is the server whose catalog the step's replay
+	// synchronizes its sessions by (replayrun.Round.CatalogFrom), and
+	// CatalogDatabaseMap its names of the logged databases: the
+	// control's (the user's map) for the candidate's steps, so that a
+	// trigger the candidate adds does not throttle the load its replay
+	// gives it; empty for the control's and for one target.
+	CatalogFrom        string
+	CatalogDatabaseMap map[string]string
 }
 
 // ReplayFunc replays the workload once at load factor step.K onto
@@ -303,6 +311,9 @@ type run struct {
 	// and oneTry the estimate of one, for the time left.
 	triesLater int
 	oneTry     func() time.Duration
+	// control is the control's DSN when there is one, kept for the
+	// tries' searches, whose Config names only the candidate.
+	control string
 }
 
 // Run runs the search on every target. It returns the outcome also when
@@ -336,6 +347,9 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		s := *proto
 		r.searches[t.Side] = &s
 		out.ResetModes[t.Side] = t.Reset.Mode()
+		if t.Side == Control {
+			r.control = t.DSN
+		}
 		out.Sides = append(out.Sides, &SideOutcome{Side: t.Side, Steps: []Step{}})
 	}
 	var prepared []reset.Resetter
@@ -422,6 +436,9 @@ func (r *run) search(ctx context.Context) (before int, err error) {
 				progressed = true
 				r.n[t.Side]++
 				st := StepRun{Seq: *r.seq, Side: t.Side, K: k, Round: s.rounds(k) + 1, N: r.n[t.Side]}
+				if t.Side == Candidate && r.control != "" {
+					st.CatalogFrom, st.CatalogDatabaseMap = r.control, r.cfg.DatabaseMap
+				}
 				if r.try != nil {
 					st.Try = r.try.Name
 				}

@@ -44,7 +44,9 @@ func (f fakeTarget) result(k float64) *results.Result {
 
 // TestRun: two targets alternate (A B, then B A), each is measured at
 // k = 1 first, the weaker breaks lower, its first break is the query
-// that slows, and every step is reset.
+// that slows, and every step is reset. Every candidate step's replay
+// synchronizes its sessions by the control's catalog, in the user's
+// names of the databases; the control's read their own target's.
 func TestRun(t *testing.T) {
 	slo, err := judge.ParseSLO(judge.DefaultSLO)
 	if err != nil {
@@ -52,14 +54,20 @@ func TestRun(t *testing.T) {
 	}
 	targets := map[Side]fakeTarget{Control: {kStar: 6, maxX: 1e9}, Candidate: {kStar: 2.5, maxX: 1e9}}
 	var order []Side
+	catalogs := map[Side]map[string]int{}
 	cfg := Config{
-		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}, {Side: Candidate, DSN: "d", Reset: reset.None{}}},
-		SLO:     slo,
-		Search:  Search{MaxK: 16},
-		Span:    10 * time.Second,
-		Cores:   2,
+		Targets:     []Target{{Side: Control, DSN: "c", Reset: reset.None{}}, {Side: Candidate, DSN: "d", Reset: reset.None{}}},
+		SLO:         slo,
+		Search:      Search{MaxK: 16},
+		Span:        10 * time.Second,
+		Cores:       2,
+		DatabaseMap: map[string]string{"shop": "shop_live"},
 		Replay: func(ctx context.Context, st StepRun, tg Target) (*results.Result, error) {
 			order = append(order, st.Side)
+			if catalogs[st.Side] == nil {
+				catalogs[st.Side] = map[string]int{}
+			}
+			catalogs[st.Side][st.CatalogFrom+" "+st.CatalogDatabaseMap["shop"]]++
 			return targets[st.Side].result(st.K), nil
 		},
 	}
@@ -92,6 +100,9 @@ func TestRun(t *testing.T) {
 	}
 	if cand.Answer.Hi >= ctl.Answer.Lo {
 		t.Errorf("candidate %+v and control %+v overlap", cand.Answer, ctl.Answer)
+	}
+	if len(catalogs[Control]) != 1 || catalogs[Control][" "] != len(ctl.Steps) || len(catalogs[Candidate]) != 1 || catalogs[Candidate]["c shop_live"] != len(cand.Steps) {
+		t.Errorf("catalogs read from (server, its shop): control's steps %v, candidate's %v; want the candidate's all the control's", catalogs[Control], catalogs[Candidate])
 	}
 }
 

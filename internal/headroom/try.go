@@ -63,7 +63,7 @@ func (r *run) tries(ctx context.Context) error {
 		}
 		sub := &run{cfg: cfg, begun: r.begun, searches: map[Side]*Search{t.Side: s}, base: map[Side][]judge.Measurement{},
 			baseline: map[Side]*judge.Baseline{}, n: r.n, seq: r.seq, overheads: r.overheads, try: &try, tried: to,
-			out: &Outcome{Sides: []*SideOutcome{{Side: t.Side, Steps: []Step{}}}}, triesLater: len(r.cfg.Tries) - i - 1, oneTry: r.oneTry}
+			out: &Outcome{Sides: []*SideOutcome{{Side: t.Side, Steps: []Step{}}}}, triesLater: len(r.cfg.Tries) - i - 1, oneTry: r.oneTry, control: r.control}
 		r.tryRuns = append(r.tryRuns, sub)
 		before, err := sub.search(ctx)
 		r.overheads = sub.overheads
