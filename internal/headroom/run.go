@@ -214,12 +214,27 @@ type SideOutcome struct {
 	USL *USL `json:"usl,omitempty"`
 	// BoundWhy says why a step was bound by other than the target.
 	BoundWhy string `json:"bound_why,omitempty"`
+	// StepSeconds is how long a step lasted at the answer's upper end
+	// (the first k that broke in every round, else the largest that
+	// held): the log's span at 1x over that k asked, by speed and by
+	// fold alike. Below MinStepSeconds the answer over-states the
+	// capacity (MinStepSeconds).
+	StepSeconds float64 `json:"step_seconds,omitempty"`
 	// Peak and Knee are the side's throughput curve over the ks asked,
 	// found by the step-curve finder that sweep's client counts use
 	// (package stepcurve); nil without two loads measured.
 	Peak *CurvePeak `json:"peak,omitempty"`
 	Knee *CurveKnee `json:"knee,omitempty"`
 }
+
+// MinStepSeconds is the shortest step a capacity is read from without a
+// warning. Near a target's capacity its queue builds over the step: a
+// short step ends before it has, and breaks later than the application
+// would. bench/forecast's shop on half a CPU (2026-11-29, quiet): from a
+// 10 s log, steps of 3.4-5 s at the answer, headroom read 1.4 and 2.0
+// times the capacity the application kept under the same SLO (its own
+// steps 10 s); from a 40 s log, 23 s at the answer, 1.02 and 1.03.
+const MinStepSeconds = 20
 
 // CurvePeak is the k (asked) of the highest median statements per second
 // over its rounds, and the ks whose throughput cannot be told from it.
@@ -698,6 +713,12 @@ func (r *run) answer() {
 		}
 		a := s.Answer()
 		so.Answer = &a
+		if k := a.AskedLo; r.cfg.Span > 0 {
+			if !a.AtLeast && a.AskedHi > 0 {
+				k = a.AskedHi
+			}
+			so.StepSeconds = r.cfg.Span.Seconds() / max(k, 1)
+		}
 		var pts []Point
 		var first *FirstBreak
 		for _, st := range so.Steps {

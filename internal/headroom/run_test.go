@@ -97,6 +97,9 @@ func TestRun(t *testing.T) {
 		if so.USL == nil {
 			t.Errorf("%s: no model", so.Side)
 		}
+		if want := 10 / a.AskedHi; a.AskedHi == 0 || math.Abs(so.StepSeconds-want) > 1e-9 {
+			t.Errorf("%s: a step at its answer's upper end (%gx) lasted %g s, want the log's 10 s over it (%g s)", so.Side, a.AskedHi, so.StepSeconds, want)
+		}
 	}
 	if cand.Answer.Hi >= ctl.Answer.Lo {
 		t.Errorf("candidate %+v and control %+v overlap", cand.Answer, ctl.Answer)

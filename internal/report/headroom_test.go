@@ -162,6 +162,36 @@ func TestHeadroomLaggingBaseline(t *testing.T) {
 	}
 }
 
+// TestHeadroomShortSteps: a side whose steps at its answer lasted less
+// than headroom.MinStepSeconds says that the answer may over-state its
+// capacity, with the log's length that would lengthen them; one whose
+// steps were long enough, or whose step length is unknown, does not.
+func TestHeadroomShortSteps(t *testing.T) {
+	out := headroomOutcome(t)
+	out.SpanSeconds = 10
+	so := out.Sides[0]
+	said := func() string {
+		for _, l := range sideNotes(out, so) {
+			if strings.HasPrefix(l, "on the control a step at ") {
+				return l
+			}
+		}
+		return ""
+	}
+	so.StepSeconds = 2.5
+	want := "on the control a step at 4.0x lasted 2.5 s (the log's 10 s at 1x over k): near its capacity a target's queue builds over longer, " +
+		"so this answer may over-state what it holds; a log of at least 80 s makes every step up to 4.0x last 20 s (docs/headroom.md)"
+	if got := said(); got != want {
+		t.Errorf("2.5 s steps at the answer:\n got %q\nwant %q", got, want)
+	}
+	for _, sec := range []float64{20, 0} {
+		so.StepSeconds = sec
+		if got := said(); got != "" {
+			t.Errorf("steps of %g s said short: %q", sec, got)
+		}
+	}
+}
+
 // TestHeadroomStepsFit: the steps tables, their worst rule saying when a
 // figure past the SLO is within the 1x spread, fit a 1,400-pixel window
 // without scrolling sideways (issue 44 found the top-wait column cut).

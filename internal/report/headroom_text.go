@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
@@ -206,6 +207,15 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 		if a.Mixed {
 			out = append(out, fmt.Sprintf("on the %s, rounds at one k disagreed up to %s (some held, some broke): the steps' noise is as large as the SLO's margin; "+
 				"a longer log, server-side durations (--control-log) or more --boundary-rounds narrow it", so.Side, fmtK(a.AskedHi)))
+		}
+		if so.StepSeconds > 0 && so.StepSeconds < headroom.MinStepSeconds {
+			k := a.AskedHi
+			if a.AtLeast || k == 0 {
+				k = a.AskedLo
+			}
+			out = append(out, fmt.Sprintf("on the %s a step at %s lasted %.1f s (the log's %.0f s at 1x over k): near its capacity a target's queue builds over longer, "+
+				"so this answer may over-state what it holds; a log of at least %.0f s makes every step up to %s last %d s (docs/headroom.md)",
+				so.Side, fmtK(k), so.StepSeconds, out0.SpanSeconds, math.Ceil(k*headroom.MinStepSeconds), fmtK(k), headroom.MinStepSeconds))
 		}
 		switch a.Bound {
 		case judge.BoundReplayer:
