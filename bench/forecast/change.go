@@ -22,7 +22,7 @@ import (
 // rehearsal of production's log onto the same two clusters from the same
 // starting state, the rehearsal amid the truth's rounds (truthBefore). It keeps result.json and rehearse's report.json in
 // OUT/CHANGE.
-func runChange(ctx context.Context, o options, a *application, c change, prodLog string) (err error) {
+func runChange(ctx context.Context, o options, a *application, c change, prod recorded) (err error) {
 	dir := filepath.Join(o.out, a.name, c.name)
 	if err := os.MkdirAll(filepath.Join(dir, "pgbench"), 0o755); err != nil {
 		return err
@@ -114,7 +114,7 @@ func runChange(ctx context.Context, o options, a *application, c change, prodLog
 		}
 	}
 	say("%s %s: rehearsing production's log", a.name, c.name)
-	res.Rehearse, res.ExitCode, err = runRehearse(ctx, o, dir, ctl, cand, prodLog)
+	res.Rehearse, res.ExitCode, err = runRehearse(ctx, o, dir, ctl, cand, prod.log)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func runChange(ctx context.Context, o options, a *application, c change, prodLog
 		return err
 	}
 	if o.capacity {
-		if res.Capacity, err = capacitySearch(ctx, o, a, c, dir, []*pgcluster.Cluster{ctl, cand}, snaps, scripts, prodLog); err != nil {
+		if res.Capacity, err = capacitySearch(ctx, o, a, c, dir, []*pgcluster.Cluster{ctl, cand}, snaps, scripts, prod.headroomLog); err != nil {
 			return err
 		}
 	}

@@ -112,6 +112,9 @@ type options struct {
 	capacity     bool
 	capacityMaxK float64
 	headroomArgs []string
+	// headroomLog is how long production's log for headroom lasts,
+	// recorded apart with capacity (0: four times duration).
+	headroomLog time.Duration
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
@@ -130,6 +133,7 @@ func main() {
 	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg-full/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-upgrade-bin MAJOR=18 builds one there; make pg-versions' builds lack them)")
 	flag.BoolVar(&o.capacity, "capacity", false, "also find each application's capacity on control and candidate: the largest arrival rate (times its rate) at which it keeps headroom's SLO (--slo in -headroom-args, or its default; each transaction type's p95 against its own at 1x, 3 rounds there, bisected as headroom does), and the first at which it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms); and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast, and their ratio")
 	flag.Float64Var(&o.capacityMaxK, "capacity-max-k", 8, "the largest load factor the capacity tries (and headroom's --max-k)")
+	flag.DurationVar(&o.headroomLog, "headroom-log", 0, "with -capacity, how long production's log for headroom lasts, recorded apart from the rehearsal's (0: four times -duration): headroom's steps last its span over k (--by speed and --by fold alike) and the truth's -duration; from the rehearsal's 10 s log the shop's steps at 3x lasted 3.4 s and headroom read twice its capacity (docs/headroom.md)")
 	headroomArgs := flag.String("headroom-args", "", "headroom's other flags with -capacity, split at spaces (no quoting)")
 	changeList := flag.String("changes", strings.Join(changeNames(), ","), "the changes to try, comma-separated: "+strings.Join(changeNames(), ", "))
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the application runs, in each truth round and on production")
@@ -262,7 +266,7 @@ func run(ctx context.Context, o options) error {
 	// are measured all the same: the run fails at its end.
 	var failed []error
 	for _, a := range o.apps {
-		prodLog, rate, err := production(ctx, o, a)
+		prod, err := production(ctx, o, a)
 		if err != nil {
 			say("%s: production FAILED: %v", a.name, err)
 			failed = append(failed, fmt.Errorf("%s: production: %w", a.name, err))
@@ -272,13 +276,13 @@ func run(ctx context.Context, o options) error {
 			continue
 		}
 		ao := o
-		ao.rate = rate
+		ao.rate = prod.rate
 		for _, c := range o.changes {
 			if !c.appliesTo(a) {
 				say("%s %s: does not apply (it changes data %s lacks)", a.name, c.name, a.name)
 				continue
 			}
-			if err := runChange(ctx, ao, a, c, prodLog); err != nil {
+			if err := runChange(ctx, ao, a, c, prod); err != nil {
 				say("%s %s: FAILED: %v", a.name, c.name, err)
 				failed = append(failed, fmt.Errorf("%s %s: %w", a.name, c.name, err))
 			}
@@ -335,61 +339,86 @@ func setup(ctx context.Context, c *pgcluster.Cluster, a *application, sql string
 	return nil
 }
 
+// recorded is what production leaves: the rehearsal's log, headroom's
+// (the same file without -capacity) and the rate the application ran
+// at.
+type recorded struct {
+	log, headroomLog string
+	rate             float64
+}
+
 // production runs the application on a production server logging every
 // statement, and returns the log (copied into the output directory) and
 // the rate it ran at: o.rate, or half the capacity measured there first.
-func production(ctx context.Context, o options, a *application) (string, float64, error) {
+// With -capacity it runs the application again from the same data, as
+// long as -headroom-log, for headroom's log.
+func production(ctx context.Context, o options, a *application) (recorded, error) {
+	var rec recorded
 	say("%s: production: building the data", a.name)
 	c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: clusterSettings(nil), BinDir: o.binDir})
 	if err != nil {
-		return "", 0, err
+		return rec, err
 	}
 	defer c.Stop()
 	if err := setup(ctx, c, a, ""); err != nil {
-		return "", 0, err
+		return rec, err
 	}
 	dir := filepath.Join(o.out, a.name, "production")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", 0, err
+		return rec, err
 	}
 	scripts, err := scriptFiles(a, dir)
 	if err != nil {
-		return "", 0, err
+		return rec, err
 	}
-	rate := o.rate
-	if rate == 0 {
-		snap, err := c.Snapshot(ctx)
-		if err != nil {
-			return "", 0, err
-		}
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return rec, err
+	}
+	rec.rate = o.rate
+	if rec.rate == 0 {
 		tps, _, err := runApp(ctx, c, a, scripts, appRun{clients: o.clients, threads: o.threads, duration: o.capacityDuration})
 		if err != nil {
-			return "", 0, err
+			return rec, err
 		}
-		rate = float64(int(tps / 2))
-		say("%s: production: capacity %.0f transactions/s with %d clients; the application runs at %.0f", a.name, tps, o.clients, rate)
+		rec.rate = float64(int(tps / 2))
+		say("%s: production: capacity %.0f transactions/s with %d clients; the application runs at %.0f", a.name, tps, o.clients, rec.rate)
+	}
+	record := func(d time.Duration, name string) (string, error) {
 		if err := c.Restore(ctx, snap); err != nil {
-			return "", 0, err
+			return "", err
 		}
+		if err := statementLog(ctx, c); err != nil {
+			return "", err
+		}
+		say("%s: production: the application, %d clients at %.0f transactions/s for %v, every statement logged", a.name, o.clients, rec.rate, d)
+		if _, _, err := runApp(ctx, c, a, scripts, appRun{clients: o.clients, threads: o.threads, rate: rec.rate, duration: d}); err != nil {
+			return "", err
+		}
+		if err := c.StopServerSmart(10 * time.Second); err != nil {
+			return "", err
+		}
+		// Each start of the server began a log file: the last is the
+		// application's.
+		files, err := c.LogFiles("*.log")
+		if err != nil || len(files) == 0 {
+			return "", fmt.Errorf("no stderr log in %s (%v)", c.LogDir(), err)
+		}
+		dst := filepath.Join(dir, name)
+		return dst, copyFile(files[len(files)-1], dst)
 	}
-	if err := statementLog(ctx, c); err != nil {
-		return "", 0, err
+	if rec.log, err = record(o.duration, "production.log"); err != nil {
+		return rec, err
 	}
-	say("%s: production: the application, %d clients at %.0f transactions/s for %v, every statement logged", a.name, o.clients, rate, o.duration)
-	if _, _, err := runApp(ctx, c, a, scripts, appRun{clients: o.clients, threads: o.threads, rate: rate, duration: o.duration}); err != nil {
-		return "", 0, err
+	rec.headroomLog = rec.log
+	if o.capacity {
+		d := o.headroomLog
+		if d <= 0 {
+			d = 4 * o.duration
+		}
+		rec.headroomLog, err = record(d, "production-headroom.log")
 	}
-	if err := c.StopServerSmart(10 * time.Second); err != nil {
-		return "", 0, err
-	}
-	// Each start of the server began a log file: the last is the
-	// application's.
-	files, err := c.LogFiles("*.log")
-	if err != nil || len(files) == 0 {
-		return "", 0, fmt.Errorf("no stderr log in %s (%v)", c.LogDir(), err)
-	}
-	dst := filepath.Join(dir, "production.log")
-	return dst, rate, copyFile(files[len(files)-1], dst)
+	return rec, err
 }
 
 func copyFile(src, dst string) error {
