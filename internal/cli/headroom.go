@@ -153,7 +153,7 @@ stands beside the measurement, with its predicted peak. --json writes the
 whole run (docs/headroom-json.md).
 ` + exitHelp(exitDocNoInput,
 			exitDoc{ExitRegression, "a target holds less than --require"},
-			exitDoc{ExitIncomplete, "interrupted (Ctrl-C, SIGTERM) or stopped by --budget before a search finished: the answer is of the steps finished, marked partial"}),
+			exitDoc{ExitIncomplete, "interrupted (Ctrl-C, SIGTERM) or stopped by --budget before a search finished: the answer is of the steps finished, marked partial; or --require held only in steps shorter than 20 s"}),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.forward = forwardedFlags(cmd)
@@ -426,10 +426,10 @@ func (h *headroomRun) outcome(out *headroom.Outcome, runErr error) error {
 	}
 	if f.require > 0 {
 		// The searches of the targets as they are, never a try's.
-		line, met := report.HeadroomRequire(out, f.require)
+		line, v := report.HeadroomRequire(out, f.require)
 		fmt.Fprintln(summaryOut, line)
-		if !met {
-			return &exitError{code: ExitRegression, err: errors.New(line)}
+		if v != report.RequireMet {
+			return &exitError{code: map[report.RequireVerdict]int{report.RequireNotMet: ExitRegression, report.RequireNotJudged: ExitIncomplete}[v], err: errors.New(line)}
 		}
 	}
 	return nil

@@ -285,18 +285,38 @@ func TestHeadroomRequire(t *testing.T) {
 		{Side: headroom.Control, Answer: &headroom.Answer{Holds: 3.1}},
 		{Side: headroom.Candidate, Answer: &headroom.Answer{Holds: 1.96}},
 	}}
-	line, met := HeadroomRequire(out, 2)
-	if want := "--require 2.0x: NOT met by the candidate (the control holds 3.1x, the candidate holds 1.96x)"; met || line != want {
-		t.Errorf("%v %q, want %q", met, line, want)
+	line, v := HeadroomRequire(out, 2)
+	if want := "--require 2.0x: NOT met by the candidate (the control holds 3.1x, the candidate holds 1.96x)"; v != RequireNotMet || line != want {
+		t.Errorf("%v %q, want %q", v, line, want)
 	}
-	if line, met := HeadroomRequire(out, 1.5); !met || strings.Contains(line, "tries") {
-		t.Errorf("%v %q, want met, no word of tries", met, line)
+	if line, v := HeadroomRequire(out, 1.5); v != RequireMet || strings.Contains(line, "tries") {
+		t.Errorf("%v %q, want met, no word of tries", v, line)
 	}
+	// Held in steps too short to judge it (a 40 s log at 2.5x: 16 s):
+	// not judged, never met; at 2x (20 s) met; not held, not met still.
+	out.SpanSeconds = 40
+	if line, v := HeadroomRequire(out, 1.5); v != RequireMet {
+		t.Errorf("steps of 26.7 s at 1.5x: %v %q, want met", v, line)
+	}
+	out.Sides[1].Answer.Holds = 2.6
+	want := "--require 2.5x: NOT JUDGED: its steps at 2.5x lasted 16.0 s, too short for the queue near a target's capacity to build, " +
+		"so what they held may over-state it; a log of at least 50 s judges it (the control holds 3.1x, the candidate holds 2.6x)"
+	if line, v := HeadroomRequire(out, 2.5); v != RequireNotJudged || line != want {
+		t.Errorf("held in 16 s steps:\n got %v %q\nwant %q", v, line, want)
+	}
+	if line, v := HeadroomRequire(out, 2); v != RequireMet {
+		t.Errorf("held in 20 s steps: %v %q, want met", v, line)
+	}
+	out.Sides[1].Answer.Holds = 1.96
+	if line, v := HeadroomRequire(out, 2.5); v != RequireNotMet {
+		t.Errorf("not held, in short steps: %v %q, want not met", v, line)
+	}
+	out.SpanSeconds = 0
 	// A try that holds more does not meet it.
 	out.Tries = []*headroom.TryOutcome{{Name: "idx", Side: headroom.Candidate, Without: out.Sides[1].Answer,
 		With: &headroom.SideOutcome{Side: headroom.Candidate, Answer: &headroom.Answer{Holds: 4}}}}
-	line, met = HeadroomRequire(out, 2)
-	if met || !strings.HasSuffix(line, "; judged on the searches without the tries: a try's k is not judged") {
-		t.Errorf("with a try: %v %q", met, line)
+	line, v = HeadroomRequire(out, 2)
+	if v != RequireNotMet || !strings.HasSuffix(line, "; judged on the searches without the tries: a try's k is not judged") {
+		t.Errorf("with a try: %v %q", v, line)
 	}
 }

@@ -89,11 +89,27 @@ func TriesNotRunLine(out *headroom.Outcome) string {
 	return "tries not run (the run stopped before them): " + strings.Join(out.TriesNotRun, ", ")
 }
 
+// RequireVerdict is headroom --require's verdict.
+type RequireVerdict string
+
+const (
+	// RequireMet: every side holds the k required.
+	RequireMet RequireVerdict = "met"
+	// RequireNotMet: a side holds less (its answer, or none).
+	RequireNotMet RequireVerdict = "not_met"
+	// RequireNotJudged: every side held it, but in steps at that k
+	// shorter than headroom.MinStepSeconds, which over-state capacity:
+	// the answer cannot carry the requirement.
+	RequireNotJudged RequireVerdict = "not_judged"
+)
+
 // HeadroomRequire judges headroom --require k: met when every side's
-// search holds k at least. It judges the searches of the targets as they
-// are, never a try's (a change the target does not have): the line says
-// so when there are tries, with their ks beside.
-func HeadroomRequire(out *headroom.Outcome, k float64) (line string, met bool) {
+// search holds k at least, in steps at k that lasted
+// headroom.MinStepSeconds (a log of that length times k; unknown span:
+// not asked). It judges the searches of the targets as they are, never
+// a try's (a change the target does not have): the line says so when
+// there are tries, with their ks beside.
+func HeadroomRequire(out *headroom.Outcome, k float64) (line string, v RequireVerdict) {
 	var short, held []string
 	for _, so := range out.Sides {
 		holds := "no answer"
@@ -112,16 +128,21 @@ func HeadroomRequire(out *headroom.Outcome, k float64) (line string, met bool) {
 			short = append(short, string(so.Side))
 		}
 	}
-	met = len(short) == 0
-	verdict := "met"
-	if !met {
-		verdict = "NOT met by the " + strings.Join(short, " and the ")
+	stepSeconds := out.SpanSeconds / k
+	switch {
+	case len(short) > 0:
+		v, line = RequireNotMet, "NOT met by the "+strings.Join(short, " and the ")
+	case k > 1 && out.SpanSeconds > 0 && stepSeconds < headroom.MinStepSeconds:
+		v, line = RequireNotJudged, fmt.Sprintf("NOT JUDGED: its steps at %s lasted %.1f s, too short for the queue near a target's capacity to build, "+
+			"so what they held may over-state it; a log of at least %.0f s judges it", fmtK(k), stepSeconds, math.Ceil(k*headroom.MinStepSeconds))
+	default:
+		v, line = RequireMet, "met"
 	}
-	line = fmt.Sprintf("--require %s: %s (%s)", fmtK(k), verdict, strings.Join(held, ", "))
+	line = fmt.Sprintf("--require %s: %s (%s)", fmtK(k), line, strings.Join(held, ", "))
 	if len(out.Tries)+len(out.TriesNotRun) > 0 {
 		line += "; judged on the searches without the tries: a try's k is not judged"
 	}
-	return line, met
+	return line, v
 }
 
 func searchLine(out *headroom.Outcome) string {
