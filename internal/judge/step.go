@@ -19,6 +19,11 @@ type Baseline struct {
 	// LagP99MS is the schedule lag p99 at 1x: a step's lag is judged
 	// beyond it (SLO.MaxLag above what 1x itself lagged).
 	LagP99MS float64 `json:"lag_p99_ms"`
+	// LagByTarget: in most baseline rounds the target caused more of
+	// the lateness than the replayer (Measurement.LagTargetMS over
+	// LagReplayerMS): a 1x that lagged was the target's, not the
+	// replayer's.
+	LagByTarget bool `json:"lag_by_target,omitempty"`
 	// Queries are the queries judged: those with MinCalls timed calls
 	// in every baseline round and MinShare of its time.
 	Queries []Query `json:"queries"`
@@ -47,6 +52,13 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 	b.ErrorRate = pick(func(m Measurement) float64 { return m.ErrorRate })
 	b.MeanMS = pick(func(m Measurement) float64 { return m.MeanMS })
 	b.LagP99MS = pick(func(m Measurement) float64 { return m.LagP99MS })
+	byTarget := 0
+	for _, m := range rounds {
+		if m.LagTargetMS > m.LagReplayerMS {
+			byTarget++
+		}
+	}
+	b.LagByTarget = 2*byTarget > len(rounds)
 	var total float64
 	for _, q := range rounds[0].Queries {
 		total += q.TotalMS

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,8 +157,19 @@ func TestHeadroomLaggingBaseline(t *testing.T) {
 	if !said() {
 		t.Errorf("a 1x lagging 1979 ms is not said: %q", sideNotes(out, so))
 	}
-	so.Baseline.LagP99MS = 40
+	// The target's lateness, not the replayer's: no advice about the
+	// replayer's machine.
+	so.Baseline.LagByTarget = true
 	if said() {
+		t.Errorf("a 1x late on the target is said the replayer's: %q", sideNotes(out, so))
+	}
+	want := "at 1x the control's replay already fell behind the log's pace, waiting on the target (lag p99 1979 ms, above 100ms): " +
+		"the control is at its capacity with today's load, and its ks are relative to a 1x that was already late"
+	if !slices.Contains(sideNotes(out, so), want) {
+		t.Errorf("a 1x late on the target: %q, want %q among them", sideNotes(out, so), want)
+	}
+	so.Baseline.LagP99MS = 40
+	if said() || slices.Contains(sideNotes(out, so), want) {
 		t.Errorf("a 1x on time is said to lag: %q", sideNotes(out, so))
 	}
 }

@@ -257,9 +257,16 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 		// A step's lag is judged over 1x's, so a lagging 1x breaks
 		// nothing by itself; but every step then rests on a replay
 		// that could not keep even today's pace.
-		out = append(out, fmt.Sprintf("at 1x the %s's replay already fell behind the log's pace (lag p99 %s ms, above %v): "+
-			"its steps are judged against a 1x that was late, and what they hold is doubtful; run headroom where the replayer keeps 1x on time "+
-			"(a quieter machine, more cores, or --shards)", so.Side, fmtMS(bl.LagP99MS), out0.SLO.MaxLag))
+		if bl.LagByTarget {
+			// The target could not keep today's pace: no advice about
+			// the replayer's machine helps.
+			out = append(out, fmt.Sprintf("at 1x the %s's replay already fell behind the log's pace, waiting on the target (lag p99 %s ms, above %v): "+
+				"the %s is at its capacity with today's load, and its ks are relative to a 1x that was already late", so.Side, fmtMS(bl.LagP99MS), out0.SLO.MaxLag, so.Side))
+		} else {
+			out = append(out, fmt.Sprintf("at 1x the %s's replay already fell behind the log's pace (lag p99 %s ms, above %v): "+
+				"its steps are judged against a 1x that was late, and what they hold is doubtful; run headroom where the replayer keeps 1x on time "+
+				"(a quieter machine, more cores, or --shards)", so.Side, fmtMS(bl.LagP99MS), out0.SLO.MaxLag))
+		}
 	}
 	if line := curveLine(so); line != "" {
 		out = append(out, line)
