@@ -307,7 +307,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	cfg.Replay.Cache = fingerprint.NewCache(0)
 	cfg.Warn = warnOnce(stdio.Stderr)
 	h.replay = cfg
-	span, dbs, err := h.scan(ctx)
+	span, dbs, think, err := h.scan(ctx)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	h.cfg = headroom.Config{
 		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
 		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds},
-		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out, Shards: f.shards,
+		Budget: f.budget, Span: span, Think: think, Cores: runtime.GOMAXPROCS(0), Dir: f.out, Shards: f.shards,
 		Replay: h.step, Progress: func(p headroom.Progress) { report.WriteHeadroomProgress(stdio.Stderr, p) }, Tries: headroomTries(tries), Databases: dbs,
 		ServerCPU: func(ctx context.Context, dsn string) (func() (float64, error), error) {
 			s, err := sweep.LocalServerCPU(ctx, dsn)
@@ -469,21 +469,21 @@ func headroomClusters(f *headroomFlags) (map[headroom.Side]*pgcluster.Cluster, e
 	return out, nil
 }
 
-// scan reads the logs once for how long they last at 1x and, for the
-// template reset, the databases their sessions use.
-func (h *headroomRun) scan(ctx context.Context) (time.Duration, []string, error) {
+// scan reads the logs once for how long they last at 1x, their think
+// time inside transactions and, for the template reset, their databases.
+func (h *headroomRun) scan(ctx context.Context) (time.Duration, []string, *results.ThinkTime, error) {
 	start := time.Now()
 	fmt.Fprintf(h.stdio.Stderr, "headroom: reading the logs for their span and the databases their sessions use\n")
 	sc, err := replayrun.Scan(ctx, h.replay)
 	if err != nil {
-		return 0, nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))
+		return 0, nil, nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))
 	}
 	dbs := sc.Databases()
 	if len(dbs) == 0 {
-		return 0, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
+		return 0, nil, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
 	h.first, h.span = sc.First, sc.Span
-	return replayrun.Load{K: 1, Speed: h.f.speed}.Duration(sc.Span), dbs, nil
+	return replayrun.Load{K: 1, Speed: h.f.speed}.Duration(sc.Span), dbs, &sc.Think, nil
 }
 
 // targets are the sides with their resets, control first.

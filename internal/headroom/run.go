@@ -126,6 +126,9 @@ type Config struct {
 	// Span is how long the log takes at k = 1 (its span over Speed),
 	// for the estimates.
 	Span time.Duration
+	// Think is the time the log's sessions spent between their
+	// statements inside transaction blocks (nil: not read).
+	Think *results.ThinkTime
 	// Cores is the number of CPUs the replayer may use, for telling its
 	// own saturation.
 	Cores int
@@ -236,6 +239,18 @@ type SideOutcome struct {
 // steps 10 s); from a 40 s log, 23 s at the answer, 1.02 and 1.03.
 const MinStepSeconds = 20
 
+// ThinkShare is the share of the log's transaction blocks' time spent
+// between their statements from which a run by speed says that it
+// shortens that think time (ThinkShortened).
+const ThinkShare = 0.25
+
+// ThinkShortened says whether out's steps shortened a think time inside
+// transactions worth saying: by speed, with ThinkShare of the blocks'
+// time between their statements.
+func (out *Outcome) ThinkShortened() bool {
+	return out.By == BySpeed && out.Think != nil && out.Think.Blocks > 0 && out.Think.Share() >= ThinkShare
+}
+
 // CurvePeak is the k (asked) of the highest median statements per second
 // over its rounds, and the ks whose throughput cannot be told from it.
 type CurvePeak struct {
@@ -273,9 +288,12 @@ type Outcome struct {
 	SLO       judge.SLO `json:"slo"`
 	Search    Search    `json:"search"`
 	// SpanSeconds is the log's length at k = 1.
-	SpanSeconds float64             `json:"span_seconds"`
-	ResetModes  map[Side]reset.Mode `json:"reset_modes"`
-	Sides       []*SideOutcome      `json:"sides"`
+	SpanSeconds float64 `json:"span_seconds"`
+	// Think is Config.Think: the think time inside the log's
+	// transactions, which a step by speed shortens k times.
+	Think      *results.ThinkTime  `json:"think_in_transactions,omitempty"`
+	ResetModes map[Side]reset.Mode `json:"reset_modes"`
+	Sides      []*SideOutcome      `json:"sides"`
 	// Tries are the searches again with each of Config.Tries applied,
 	// those begun.
 	Tries []*TryOutcome `json:"tries,omitempty"`
@@ -351,7 +369,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	}
 	proto := NewSearch(cfg.Search)
 	out = &Outcome{Version: OutcomeVersion, By: cfg.By, Speed: cfg.Speed, SLO: cfg.SLO, Search: *proto,
-		SpanSeconds: cfg.Span.Seconds(), ResetModes: map[Side]reset.Mode{}, StartedAt: time.Now()}
+		SpanSeconds: cfg.Span.Seconds(), Think: cfg.Think, ResetModes: map[Side]reset.Mode{}, StartedAt: time.Now()}
 	if cfg.Shards > 1 {
 		out.Shards, out.ShardsRun = cfg.Shards, cfg.ShardsRun
 	}

@@ -28,6 +28,9 @@ func HeadroomPage(out *headroom.Outcome) htmlreport.Page {
 		Verdict:  &htmlreport.Verdict{Status: "info", Line: HeadroomLine(out)},
 		Footer:   fmt.Sprintf("started %s; %s", out.StartedAt.Format("2006-01-02 15:04:05 MST"), searchLine(out)),
 	}
+	if line := ThinkLine(out); line != "" {
+		p.Verdict.Items = append(p.Verdict.Items, line)
+	}
 	for _, so := range out.Sides {
 		p.Verdict.Items = append(p.Verdict.Items, sideNotes(out, so)...)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // headroomOutcome is a run of two sides: a control with an interval and
@@ -200,6 +201,40 @@ func TestHeadroomShortSteps(t *testing.T) {
 		so.StepSeconds = sec
 		if got := said(); got != "" {
 			t.Errorf("steps of %g s said short: %q", sec, got)
+		}
+	}
+}
+
+// TestHeadroomThinkLine: a run by speed over a log whose transactions
+// spend a quarter of their time or more between their statements says
+// that its steps shortened it, with the figures; by fold, with less
+// think time, without transaction blocks or without the scan, nothing.
+func TestHeadroomThinkLine(t *testing.T) {
+	out := headroomOutcome(t)
+	out.Think = &results.ThinkTime{Blocks: 18960, BlockSeconds: 60, GapSeconds: 54}
+	want := "by speed a step at k shortens k times the think time inside the log's transactions: their sessions spent 90% of their 18960 transactions' time between statements (2.85 ms a transaction), " +
+		"their locks held; where those locks bind, a target holds less than these steps say: --by fold keeps each session's own pace (docs/headroom.md)"
+	if got := ThinkLine(out); got != want {
+		t.Errorf("\n got %q\nwant %q", got, want)
+	}
+	var b, page bytes.Buffer
+	if err := WriteHeadroom(&b, out); err != nil || !strings.Contains(b.String(), "  "+want+"\n") {
+		t.Errorf("the text lacks the line (%v):\n%s", err, b.String())
+	}
+	if err := WriteHeadroomHTML(&page, out); err != nil || !strings.Contains(page.String(), "--by fold keeps each session&#39;s own pace") {
+		t.Errorf("the page lacks the line (%v)", err)
+	}
+	for name, change := range map[string]func(o *headroom.Outcome){
+		"by fold":          func(o *headroom.Outcome) { o.By = headroom.ByFold },
+		"a fifth thinking": func(o *headroom.Outcome) { o.Think.GapSeconds = 12 },
+		"no blocks":        func(o *headroom.Outcome) { o.Think = &results.ThinkTime{} },
+		"not scanned":      func(o *headroom.Outcome) { o.Think = nil },
+	} {
+		o := headroomOutcome(t)
+		o.Think = &results.ThinkTime{Blocks: 18960, BlockSeconds: 60, GapSeconds: 54}
+		change(o)
+		if got := ThinkLine(o); got != "" {
+			t.Errorf("%s: %q", name, got)
 		}
 	}
 }

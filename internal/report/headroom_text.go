@@ -28,6 +28,9 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 		p("PARTIAL: %s; the answer below rests on the steps finished\n", why)
 	}
 	p("  %s\n", HeadroomLine(out))
+	if line := ThinkLine(out); line != "" {
+		p("  %s\n", line)
+	}
 	for _, so := range out.Sides {
 		for _, line := range sideNotes(out, so) {
 			p("  %s\n", line)
@@ -51,6 +54,19 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 		p("%s", headroomStepsTable(to.With, out.SLO))
 	}
 	return bw.Flush()
+}
+
+// ThinkLine says, of a run by speed over a log whose transactions think
+// between their statements, that its steps shortened that think time and
+// with it the time their locks were held; "" otherwise.
+func ThinkLine(out *headroom.Outcome) string {
+	if !out.ThinkShortened() {
+		return ""
+	}
+	t := out.Think
+	return fmt.Sprintf("by speed a step at k shortens k times the think time inside the log's transactions: their sessions spent %.0f%% of their %d transactions' time between statements (%s ms a transaction), "+
+		"their locks held; where those locks bind, a target holds less than these steps say: --by fold keeps each session's own pace (docs/headroom.md)",
+		100*t.Share(), t.Blocks, fmtMS(t.GapMS()))
 }
 
 // TryLine is a try's answer beside the search's without it: "try
