@@ -177,7 +177,7 @@ whole run (docs/headroom-json.md).
 	fl.IntVar(&f.boundaryRounds, "boundary-rounds", headroom.DefaultBoundaryRounds, "rounds at each end of the final interval")
 	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never); judged on the searches without the tries")
 	addHeadroomMoreFlags(fl, &f)
-	addReplayOptionFlags(fl, &f.replayFlags, replayrun.SyncObject)
+	addReplayOptionFlags(fl, &f.replayFlags, replayrun.SyncLoad)
 	return cmd
 }
 

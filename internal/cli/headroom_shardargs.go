@@ -40,7 +40,7 @@ var shardBinary = func() (path string, env []string, err error) {
 // (its speed, database map, window, pre-flight and observer).
 func forwardedFlags(cmd *cobra.Command) []string {
 	own := pflag.NewFlagSet("replay options", pflag.ContinueOnError)
-	addReplayOptionFlags(own, &replayFlags{}, replayrun.SyncObject)
+	addReplayOptionFlags(own, &replayFlags{}, replayrun.SyncLoad)
 	perStep := map[string]bool{"speed": true, "database-map": true, "start": true, "end": true, "skip-preflight": true, "require-start-state": true, "observe": true}
 	var out []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
@@ -115,7 +115,7 @@ func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, json
 		// The step's errors are the SLO's to judge (the unsharded
 		// step's replay has no error window either); findings are not
 		// a headroom's.
-		"--findings=false", "--max-error-rate=100", "--error-window=0"}
+		"--findings=false", "--max-error-rate=100", "--error-window=0", "--sync=" + cfg.Replay.Sync.String()}
 	args = append(args, h.f.forward...)
 	for _, from := range slices.Sorted(maps.Keys(cfg.Replay.DatabaseMap)) {
 		args = append(args, "--database-map", from+"="+cfg.Replay.DatabaseMap[from])

@@ -406,4 +406,20 @@ func TestHeadroomShardArgs(t *testing.T) {
 			t.Errorf("--%s %q, want %q (args %v)", name, v, want, args)
 		}
 	}
+	// Without --sync, headroom's steps replay in load mode (a capacity
+	// is a load's: object mode's waits cut a fold's throughput below
+	// 1x's on hot rows), and so do its shards, whose replay's own
+	// default is another.
+	if d := newHeadroomCmd(context.Background(), IO{}).Flags().Lookup("sync").DefValue; d != replayrun.SyncLoad.String() {
+		t.Errorf("headroom's --sync defaults to %q, want %q", d, replayrun.SyncLoad.String())
+	}
+	h.f.forward = nil
+	cfg.Replay.Sync = replayrun.SyncLoad
+	rc = newReplayCmd(context.Background(), IO{})
+	if err := rc.ParseFlags(h.shardArgs(cfg, "run-1", 1, 2, "/tmp/s1.json")[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if v := rc.Flags().Lookup("sync").Value.String(); v != "load" {
+		t.Errorf("a shard of a step in load mode replays with --sync %q", v)
+	}
 }
