@@ -686,7 +686,15 @@ func TestServerWorkRounds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	rep, err := Compare(out, judge.Options{ExpectWork: true})
+	if out.Partial {
+		t.Fatalf("a partial rehearsal: %+v", out)
+	}
+	// The work is compared whatever the verdict: at speed 0 the
+	// candidate's slower, non-HOT updates may make its sessions wait for
+	// each other's commits past half their rounds on a busy machine
+	// (Throttle.WaitsDominate), which leaves the verdict unjudged, not
+	// the work (AllowIncomplete).
+	rep, err := Compare(out, judge.Options{ExpectWork: true, AllowIncomplete: true})
 	if err != nil {
 		t.Fatal(err)
 	}
