@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -238,6 +239,18 @@ type SideOutcome struct {
 // times the capacity the application kept under the same SLO (its own
 // steps 10 s); from a 40 s log, 23 s at the answer, 1.02 and 1.03.
 const MinStepSeconds = 20
+
+// StepSeconds is how long a step at k lasts of a log whose span at 1x is
+// span seconds, by speed and by fold alike; 0 when the span is unknown.
+func StepSeconds(span, k float64) float64 { return span / max(k, 1) }
+
+// ShortStep says whether a step at k of a log of span seconds lasts less
+// than MinStepSeconds (never when the span is unknown), and the span
+// that would make it last MinStepSeconds.
+func ShortStep(span, k float64) (short bool, needSpan float64) {
+	d := StepSeconds(span, k)
+	return d > 0 && d < MinStepSeconds, math.Ceil(max(k, 1) * MinStepSeconds)
+}
 
 // ThinkShare is the share of the log's transaction blocks' time spent
 // between their statements from which a run by speed says that it
@@ -731,12 +744,7 @@ func (r *run) answer() {
 		}
 		a := s.Answer()
 		so.Answer = &a
-		if k := a.AskedLo; r.cfg.Span > 0 {
-			if !a.AtLeast && a.AskedHi > 0 {
-				k = a.AskedHi
-			}
-			so.StepSeconds = r.cfg.Span.Seconds() / max(k, 1)
-		}
+		so.StepSeconds = StepSeconds(r.cfg.Span.Seconds(), a.UpperK())
 		var pts []Point
 		var first *FirstBreak
 		for _, st := range so.Steps {

@@ -229,6 +229,15 @@ type Answer struct {
 	Steps int `json:"steps"`
 }
 
+// UpperK is the k asked at the answer's upper end: the first that broke
+// in every round, else (nothing broke) the largest that held.
+func (a Answer) UpperK() float64 {
+	if a.AtLeast || a.AskedHi == 0 {
+		return a.AskedLo
+	}
+	return a.AskedHi
+}
+
 // Answer is the search's answer so far.
 func (s *Search) Answer() Answer {
 	lo, hi, ok := s.bracket()

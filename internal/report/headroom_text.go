@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
@@ -144,13 +143,13 @@ func HeadroomRequire(out *headroom.Outcome, k float64) (line string, v RequireVe
 			short = append(short, string(so.Side))
 		}
 	}
-	stepSeconds := out.SpanSeconds / k
+	tooShort, need := headroom.ShortStep(out.SpanSeconds, k)
 	switch {
 	case len(short) > 0:
 		v, line = RequireNotMet, "NOT met by the "+strings.Join(short, " and the ")
-	case k > 1 && out.SpanSeconds > 0 && stepSeconds < headroom.MinStepSeconds:
+	case k > 1 && tooShort:
 		v, line = RequireNotJudged, fmt.Sprintf("NOT JUDGED: its steps at %s lasted %.1f s, too short for the queue near a target's capacity to build, "+
-			"so what they held may over-state it; a log of at least %.0f s judges it", fmtK(k), stepSeconds, math.Ceil(k*headroom.MinStepSeconds))
+			"so what they held may over-state it; a log of at least %.0f s judges it", fmtK(k), headroom.StepSeconds(out.SpanSeconds, k), need)
 	default:
 		v, line = RequireMet, "met"
 	}
@@ -245,14 +244,11 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 			out = append(out, fmt.Sprintf("on the %s, rounds at one k disagreed up to %s (some held, some broke): the steps' noise is as large as the SLO's margin; "+
 				"a longer log, server-side durations (--control-log) or more --boundary-rounds narrow it", so.Side, fmtK(a.AskedHi)))
 		}
-		if so.StepSeconds > 0 && so.StepSeconds < headroom.MinStepSeconds {
-			k := a.AskedHi
-			if a.AtLeast || k == 0 {
-				k = a.AskedLo
-			}
+		if k := a.UpperK(); so.StepSeconds > 0 && so.StepSeconds < headroom.MinStepSeconds {
+			_, need := headroom.ShortStep(out0.SpanSeconds, k)
 			out = append(out, fmt.Sprintf("on the %s a step at %s lasted %.1f s (the log's %.0f s at 1x over k): near its capacity a target's queue builds over longer, "+
 				"so this answer may over-state what it holds; a log of at least %.0f s makes every step up to %s last %d s (docs/headroom.md)",
-				so.Side, fmtK(k), so.StepSeconds, out0.SpanSeconds, math.Ceil(k*headroom.MinStepSeconds), fmtK(k), headroom.MinStepSeconds))
+				so.Side, fmtK(k), so.StepSeconds, out0.SpanSeconds, need, fmtK(k), headroom.MinStepSeconds))
 		}
 		switch a.Bound {
 		case judge.BoundReplayer:
