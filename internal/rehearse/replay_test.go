@@ -405,11 +405,16 @@ func TestTemplateRounds(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	checkRounds(t, out, dir, starts, want)
-	rep, err := Compare(out, judge.Options{})
+	// Compared whatever the verdict: at speed 0 a busy machine may make
+	// the candidate's sessions wait for each other's commits past half
+	// their rounds (Throttle.WaitsDominate), which leaves the verdict
+	// unjudged, not the comparison across rounds (as TestServerWorkRounds).
+	rep, err := Compare(out, judge.Options{AllowIncomplete: true})
 	if err != nil {
 		t.Fatalf("Compare: %v", err)
 	}
-	if rep.Noise.BaselineRuns != 2 || rep.Noise.CandidateRuns != 2 || len(rep.Incomplete) != 0 || len(rep.Queries) == 0 {
+	throttledOnly := out.Throttle != nil && out.Throttle.WaitsDominate && len(rep.Incomplete) == 1
+	if rep.Noise.BaselineRuns != 2 || rep.Noise.CandidateRuns != 2 || len(rep.Incomplete) != 0 && !throttledOnly || len(rep.Queries) == 0 {
 		t.Errorf("comparison across rounds: %+v runs, incomplete %v, %d queries", rep.Noise, rep.Incomplete, len(rep.Queries))
 	}
 	if out.ResetModes[Control] != reset.ModeTemplate || out.ResetSeconds <= 0 || out.PrepareSeconds <= 0 {
