@@ -337,7 +337,7 @@ func capacitySearch(ctx context.Context, o options, a *application, c change, di
 	}
 	say("%s %s: capacity, headroom's forecast", a.name, c.name)
 	out := filepath.Join(dir, "headroom.json")
-	res.Headroom, res.ExitCode, err = runHeadroom(ctx, o, dir, clusters, prodLog, out)
+	res.Headroom, res.ExitCode, err = runHeadroom(ctx, o, a, dir, clusters, prodLog, out)
 	if err != nil {
 		return res, err
 	}
@@ -378,10 +378,10 @@ func meanLagOf(txs map[string][]txSample) float64 {
 	return sum / float64(n)
 }
 
-func runHeadroom(ctx context.Context, o options, dir string, clusters []*pgcluster.Cluster, prodLog, out string) ([]string, int, error) {
+func runHeadroom(ctx context.Context, o options, a *application, dir string, clusters []*pgcluster.Cluster, prodLog, out string) ([]string, int, error) {
 	args := []string{"headroom", "--reset", "datadir", "--control-cluster", clusters[0].Dir(), "--candidate-cluster", clusters[1].Dir(),
 		"--format", "stderr", "--prefix", logPrefix, "--max-k", fmt.Sprint(o.capacityMaxK), "--json", out}
-	args = append(append(args, o.headroomArgs...), prodLog)
+	args = append(append(append(args, o.poolArgs(a)...), o.headroomArgs...), prodLog)
 	// 3: a target below --require; 5: partial. Both answered.
 	return runPgrehearse(ctx, o.pgrehearse, dir, "headroom", args, func(code int) bool { return code == 3 || code == 5 })
 }

@@ -114,7 +114,7 @@ func runChange(ctx context.Context, o options, a *application, c change, prod re
 		}
 	}
 	say("%s %s: rehearsing production's log", a.name, c.name)
-	res.Rehearse, res.ExitCode, err = runRehearse(ctx, o, dir, ctl, cand, prod.log)
+	res.Rehearse, res.ExitCode, err = runRehearse(ctx, o, a, dir, ctl, cand, prod.log)
 	if err != nil {
 		return err
 	}

@@ -112,6 +112,9 @@ type options struct {
 	capacity     bool
 	capacityMaxK float64
 	headroomArgs []string
+	// pool replays the applications that keep their connections with
+	// --pool (poolArgs).
+	pool bool
 	// headroomLog is how long production's log for headroom lasts,
 	// recorded apart with capacity (0: four times duration).
 	headroomLog time.Duration
@@ -131,6 +134,7 @@ func main() {
 	flag.IntVar(&o.scale, "scale", 1, "the shop's (and percall's) data, in multiples of 50000 customers and 600000 orders (about 85 MB at 1): mem-limit needs a data set larger than its limit (-scale 4)")
 	flag.IntVar(&o.memLimitMB, "mem-limit", 256, "the mem-limit change's memory limit of the candidate's server, MB, page cache included: above shared_buffers (128MB) and the backends' own, below the data set (-scale 4: the shop's is then about 330 MB)")
 	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg-full/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-upgrade-bin MAJOR=18 builds one there; make pg-versions' builds lack them)")
+	flag.BoolVar(&o.pool, "pool", false, "rehearse and headroom replay the applications that keep their connections (all but percall, which connects for each transaction) with --pool: pgbench hands a transaction due to the first free client of its thread, as an application's pool does")
 	flag.BoolVar(&o.capacity, "capacity", false, "also find each application's capacity on control and candidate: the largest arrival rate (times its rate) at which it keeps headroom's SLO (--slo in -headroom-args, or its default; each transaction type's p95 against its own at 1x, 3 rounds there, bisected as headroom does), and the first at which it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms); and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast, and their ratio")
 	flag.Float64Var(&o.capacityMaxK, "capacity-max-k", 8, "the largest load factor the capacity tries (and headroom's --max-k)")
 	flag.DurationVar(&o.headroomLog, "headroom-log", 0, "with -capacity, how long production's log for headroom lasts, recorded apart from the rehearsal's (0: four times -duration): headroom's steps last its span over k (--by speed and --by fold alike) and the truth's -duration; from the rehearsal's 10 s log the shop's steps at 3x lasted 3.4 s and headroom read twice its capacity (docs/headroom.md)")
@@ -458,7 +462,16 @@ func statementLog(ctx context.Context, c *pgcluster.Cluster) error {
 	}
 }
 
-func runRehearse(ctx context.Context, o options, dir string, ctl, cand *pgcluster.Cluster, prodLog string) ([]string, int, error) {
+// poolArgs are rehearse's and headroom's flags for a's sessions: --pool
+// with -pool, unless a connects for each transaction.
+func (o options) poolArgs(a *application) []string {
+	if o.pool && !a.perConnection {
+		return []string{"--pool"}
+	}
+	return nil
+}
+
+func runRehearse(ctx context.Context, o options, a *application, dir string, ctl, cand *pgcluster.Cluster, prodLog string) ([]string, int, error) {
 	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir()}
 	if o.targetLogs {
 		args = append(args, "--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
@@ -466,7 +479,7 @@ func runRehearse(ctx context.Context, o options, dir string, ctl, cand *pgcluste
 	}
 	args = append(args, "--format", "stderr", "--prefix", logPrefix,
 		"--out", filepath.Join(dir, "rounds"), "--json", filepath.Join(dir, "report.json"))
-	args = append(append(args, o.rehearseArgs...), prodLog)
+	args = append(append(append(args, o.poolArgs(a)...), o.rehearseArgs...), prodLog)
 	// 1 the work failed, 2 usage, 4 nothing to measure: no forecast.
 	return runPgrehearse(ctx, o.pgrehearse, dir, "rehearse", args, func(code int) bool { return code != 1 && code != 2 && code != 4 && code >= 0 })
 }

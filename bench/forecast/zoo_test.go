@@ -114,6 +114,16 @@ func TestZooKinds(t *testing.T) {
 	if _, err := parseApps("shop,nope", 1); err == nil {
 		t.Error("an unknown application was accepted")
 	}
+	// -pool: --pool for the applications that keep their connections.
+	for _, tc := range []struct {
+		app  string
+		pool bool
+		want int
+	}{{"shop", true, 1}, {"hotrow", true, 1}, {"percall", true, 0}, {"shop", false, 0}} {
+		if got := (options{pool: tc.pool}).poolArgs(appNamed(tc.app, 1)); len(got) != tc.want || tc.want == 1 && got[0] != "--pool" {
+			t.Errorf("%s, -pool %v: %q", tc.app, tc.pool, got)
+		}
+	}
 }
 
 // TestChangeApplies: a change of the data applies to the applications

@@ -29,36 +29,34 @@ type replayFlags struct {
 	speed       float64
 	jsonPath    string
 	logFlags
-	start, end       string
-	databases        []string
-	users            []string
-	applications     []string
-	dryRun, readOnly bool
-	lockTimeout      time.Duration
-	statementTimeout time.Duration
-	maxErrorRate     float64
-	errorWindow      int
-	userMap, dbMap   []string
-	metricsAddr      string
-	grace            time.Duration
-	targetLogs       []string
-	targetLogPrefix  string
-	sync             string
-	syncTimeout      time.Duration
-	observe          observeFlags
-	skipPreflight    bool
-	ignoreConnLimit  bool
-	requireStart     bool
-	maxLost          float64
-	maxSkipped       float64
-	maxLag           time.Duration
-	connectTimeout   time.Duration
-	ioTimeout        time.Duration
-	shards           shardFlags
-	keepSamples      bool
-	batchInserts     int
-	cleanup          bool
-	keepAnswers      bool
+	start, end                    string
+	databases                     []string
+	users                         []string
+	applications                  []string
+	dryRun, readOnly, pool        bool
+	lockTimeout, statementTimeout time.Duration
+	maxErrorRate                  float64
+	errorWindow                   int
+	userMap, dbMap                []string
+	metricsAddr                   string
+	grace                         time.Duration
+	targetLogs                    []string
+	targetLogPrefix               string
+	sync                          string
+	syncTimeout                   time.Duration
+	observe                       observeFlags
+	skipPreflight                 bool
+	ignoreConnLimit               bool
+	requireStart                  bool
+	maxLost                       float64
+	maxSkipped                    float64
+	maxLag                        time.Duration
+	connectTimeout                time.Duration
+	ioTimeout                     time.Duration
+	shards                        shardFlags
+	keepSamples                   bool
+	batchInserts                  int
+	cleanup, keepAnswers          bool
 }
 
 // readAheadHelp is the paragraph of replay's and rehearse's help on the
@@ -441,6 +439,7 @@ func replayOptions(f replayFlags) (replayrun.Options, error) {
 		ErrorWindow:      f.errorWindow,
 		Cleanup:          f.cleanup,
 		KeepAnswers:      f.keepAnswers,
+		Pool:             f.pool,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageError("%v", err)

@@ -26,6 +26,7 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault replayr
 	fl.StringSliceVar(&f.users, "user", nil, "replay only sessions of these users")
 	fl.StringSliceVar(&f.applications, "application", nil, "replay only sessions of these application names")
 	fl.BoolVar(&f.readOnly, "read-only", false, "replay only statements that cannot write")
+	fl.BoolVar(&f.pool, "pool", false, "replay each user's, database's and application's sessions as the application's connection pool (speed > 0): each transaction runs on the first of their connections free, in the log's order, on as many connections as the log had sessions of theirs open; without it each statement waits for its own session's connection, which a pooled application does not do on a slower target (docs/by-hand.md)")
 	fl.DurationVar(&f.lockTimeout, "lock-timeout", 0, "lock_timeout of every replayed session (0: the server's)")
 	fl.DurationVar(&f.statementTimeout, "statement-timeout", 0, "statement_timeout of every replayed session (0: the server's)")
 	fl.StringSliceVar(&f.userMap, "user-map", nil, "rename logged users on the target: from=to,... (repeatable)")

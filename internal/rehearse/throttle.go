@@ -62,6 +62,8 @@ type SideThrottle struct {
 	WindowRounds int     `json:"window_rounds,omitempty"`
 	WindowMedian float64 `json:"window_seconds_median,omitempty"`
 	AfterMedian  float64 `json:"after_window_seconds_median,omitempty"`
+	// Pooled: its rounds replayed the sessions as a pool (--pool).
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 // Stretch is a replay's wall time over its log's span at its speed; 0
@@ -90,6 +92,7 @@ func sideThrottle(rs []*results.Result) SideThrottle {
 		}
 		s.SyncWaitSeconds = append(s.SyncWaitSeconds, wait)
 		walls = append(walls, res.WallSeconds)
+		s.Pooled = s.Pooled || res.Pooled
 		if x := Stretch(res); x > 0 && len(s.Stretch) == len(s.SyncWaitSeconds)-1 {
 			s.Stretch = append(s.Stretch, x)
 		} else {
@@ -121,7 +124,9 @@ func Throttling(control, candidate []*results.Result) *Throttle {
 	}
 	t.WaitsDominate = k.WallMedian > 0 && k.SyncWaitMedian >= ThrottleWaitShare*k.WallMedian &&
 		k.SyncWaitMedian >= ThrottleWaitRatio*c.SyncWaitMedian && slices.Min(k.SyncWaitSeconds) > slices.Max(c.SyncWaitSeconds)
-	t.Throttled = t.Stretched || t.WaitsDominate
+	// A pooled replay's transactions wait for a free connection as the
+	// application's would have: its stretch is the candidate's.
+	t.Throttled = t.Stretched && !k.Pooled || t.WaitsDominate
 	return t
 }
 

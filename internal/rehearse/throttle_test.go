@@ -60,6 +60,16 @@ func TestThrottling(t *testing.T) {
 	if th := Throttling(side(timedRound(20, 0)), k); th.Candidate.WindowRounds != 2 || th.Candidate.WindowMedian != 20 || th.Candidate.AfterMedian != 16.5 || th.Control.WindowRounds != 0 {
 		t.Errorf("windows: %+v", th)
 	}
+	// Pooled rounds that stretched are the candidate's own pace, not
+	// throttled.
+	pooled := func(wall float64) *results.Result {
+		r := timedRound(wall, 0)
+		r.Pooled = true
+		return r
+	}
+	if th := Throttling(side(pooled(20), pooled(20.5), pooled(21)), side(pooled(26), pooled(27), pooled(26.5))); !th.Stretched || th.Throttled || !th.Candidate.Pooled {
+		t.Errorf("pooled: stretched %v, throttled %v, pooled %v; want true, false, true", th.Stretched, th.Throttled, th.Candidate.Pooled)
+	}
 	// At speed 0 there is no pace: no stretch.
 	fast := timedRound(5, 0)
 	fast.Speed = 0

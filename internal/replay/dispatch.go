@@ -49,6 +49,8 @@ type dispatcher struct {
 	// no later session took yet, by lane, user, database and
 	// application (see takeClient).
 	clients clientPool
+	// pools are a pooled replay's (Options.Pool, pool.go).
+	pools map[poolKey]*pool
 }
 
 // errStopped ends reading when the replay is told to stop.
@@ -74,7 +76,14 @@ func (r *Replayer) dispatchOn(t *task, src []event.Source, res *results.Result) 
 		for _, g := range d.active {
 			for _, s := range g {
 				s.q.close()
+				if pu := s.pooled; pu != nil {
+					pu.close()
+					s.endLogical(s.dispatched)
+				}
 			}
+		}
+		for _, p := range d.pools {
+			p.close()
 		}
 	}()
 	r.followPeers()
@@ -219,7 +228,12 @@ func (d *dispatcher) failedConnect(ev *event.Event) {
 		ev = ev.Detach(&g[0].names)
 		for _, s := range g {
 			s.dispatched++
-			s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})
+			it := item{ev: ev, due: d.clk.offset(ev.Time)}
+			if s.pooled != nil {
+				d.route(s, it)
+				continue
+			}
+			s.q.push(it)
 		}
 	}
 }
@@ -254,6 +268,7 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 		}
 	}
 	g := make([]*session, r.opts.Multiply)
+	pooled := r.opts.Pool && r.sched.Paced()
 	for i := range g {
 		s := r.newSession(ev, d.clk)
 		if r.sync != nil {
@@ -266,9 +281,24 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 			// connect before they exist (a connection ahead of its
 			// first statement would fail, and skip all of them).
 			deps = d.createdBy(deps, s)
-			if r.sched.Paced() && r.opts.Speed <= 1 {
+			if r.sched.Paced() && r.opts.Speed <= 1 && !pooled {
 				client = d.takeClient(clientOf(ev.Lane, s))
 			}
+		}
+		if pooled {
+			// The logical session, which never runs, and its pool's
+			// new worker (pool.go).
+			s.pooled = &pooledUnit{pool: d.poolOf(poolKey{clientOf(ev.Lane, s), i})}
+			w := r.newSession(ev, d.clk)
+			w.pool, w.lane, w.board, w.deps = s.pooled.pool, s.lane, s.board, deps
+			if !d.clk.started() && !d.waitsForCreate(deps) {
+				d.warming = append(d.warming, w)
+			}
+			d.running = append(d.running, s)
+			r.c.sessions.Add(1)
+			d.start(w)
+			g[i] = s
+			continue
 		}
 		if !d.clk.started() && !d.waitsForCreate(deps) && client == nil {
 			// (A session that waits for a CREATE cannot connect
@@ -287,19 +317,7 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 		}
 		d.running = append(d.running, s)
 		r.c.sessions.Add(1)
-		if n := len(r.engines); n > 0 {
-			// In turn, as pgbench -j deals its clients to its threads.
-			e := r.engines[r.started%n]
-			r.started++
-			r.wg.Add(1)
-			e.start(func(t *task) {
-				defer r.wg.Done()
-				s.task = t
-				s.run()
-			})
-		} else {
-			r.wg.Go(s.run)
-		}
+		d.start(s)
 		g[i] = s
 	}
 	if !r.sched.Paced() {
@@ -307,6 +325,37 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 	}
 	d.active[ev.Session] = g
 	return g
+}
+
+// start runs s: on an engine, in turn, as pgbench -j deals its clients
+// to its threads; else on a goroutine of its own.
+func (d *dispatcher) start(s *session) {
+	r := d.r
+	if n := len(r.engines); n > 0 {
+		e := r.engines[r.started%n]
+		r.started++
+		r.wg.Add(1)
+		e.start(func(t *task) {
+			defer r.wg.Done()
+			s.task = t
+			s.run()
+		})
+		return
+	}
+	r.wg.Go(s.run)
+}
+
+// poolOf is k's pool in a pooled replay, made at its first session.
+func (d *dispatcher) poolOf(k poolKey) *pool {
+	p := d.pools[k]
+	if p == nil {
+		if d.pools == nil {
+			d.pools = map[poolKey]*pool{}
+		}
+		p = &pool{b: d.r.budget}
+		d.pools[k] = p
+	}
+	return p
 }
 
 // push queues an event to its session's copies, within the memory
@@ -338,7 +387,12 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 		if r.sync != nil {
 			s.ends.add(ev, s.dispatched)
 		}
-		s.q.push(item{ev: ev, due: due, size: size, sync: step, items: items, deps: deps})
+		it := item{ev: ev, due: due, size: size, sync: step, items: items, deps: deps}
+		if s.pooled != nil {
+			d.route(s, it)
+			continue
+		}
+		s.q.push(it)
 	}
 	if ev.IsExecution() && !ev.Failed {
 		for _, name := range CreatedBy(ev.Query) {
@@ -360,9 +414,16 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 		for _, s := range g {
 			s.logEnded = true
 			s.q.close()
+			if pu := s.pooled; pu != nil {
+				// Its last unit ends, and the first worker free
+				// retires.
+				pu.close()
+				pu.pool.put(&unit{retire: true, due: due})
+				s.endLogical(s.dispatched)
+			}
 		}
 		delete(d.active, ev.Session)
-		if r.sched.Paced() && r.opts.Speed <= 1 {
+		if r.sched.Paced() && r.opts.Speed <= 1 && g[0].pooled == nil {
 			d.freeClient(ev.Lane, g)
 		}
 	}

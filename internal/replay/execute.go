@@ -393,17 +393,7 @@ func (s *session) lose(items []fingerprint.Item) {
 // the statement's Item in the replay's Cache; the synchronization reads
 // its relations from the same Class, so nothing is parsed twice.
 func (s *session) trackTx(items []fingerprint.Item, text string, failed bool) {
-	if failed {
-		items = fingerprint.RanBeforeFailure(items, text)
-	}
-	for _, it := range items {
-		switch it.Class(text).Block() {
-		case fingerprint.BlockOpens:
-			s.logTx = true
-		case fingerprint.BlockEnds:
-			s.logTx = false
-		}
-	}
+	s.logTx = blockAfter(s.logTx, items, text, failed)
 }
 
 // FastPathPrefix begins the text of an execution read from a fast-path

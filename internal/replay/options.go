@@ -72,6 +72,21 @@ type Options struct {
 	// says which, and nothing else reads Speed as a mode.
 	Speed float64
 
+	// Pool replays, at a speed above 0, each user's, database's and
+	// application's sessions as the connection pool of an application
+	// that hands each request to its first free connection (HikariCP,
+	// PgBouncer in transaction mode, pgbench's clients of a thread): a
+	// transaction (a block, or a statement outside one) runs on the
+	// first of their connections that is free, in the order the log
+	// began them, on as many connections as the log had sessions of
+	// theirs open (pool.go). Without it each statement runs on its own
+	// session's connection: on a target slower than the original, a
+	// session whose statements take longer falls behind while the others
+	// wait idle, which a pooled application does not do. Session state
+	// (SET, a temporary table, a session's advisory lock) is not carried
+	// from one of the session's transactions to the next.
+	Pool bool
+
 	// DryRun reads and schedules without connecting: statements that would
 	// run are counted as executed, with no latency.
 	DryRun bool
@@ -287,6 +302,9 @@ func (o Options) Validate() error {
 	}
 	if o.Speed < 0 || o.Speed != o.Speed {
 		return fmt.Errorf("speed must be 0 (as fast as possible) or positive, got %v", o.Speed)
+	}
+	if o.Pool && o.Speed == 0 {
+		return fmt.Errorf("a pooled replay hands each transaction to the first free connection at its time in the log: it needs a speed above 0")
 	}
 	if o.Multiply < 0 {
 		return fmt.Errorf("multiply must be 1 or more (0 means 1), got %d", o.Multiply)

@@ -22,6 +22,10 @@ type item struct {
 	// its step is a barrier.
 	items []fingerprint.Item
 	deps  []dep
+	// owner is, in a pooled replay, the logical session whose item it
+	// is (nil: the session that runs it), seq its number there.
+	owner *session
+	seq   int64
 }
 
 // eventSize estimates the memory a queued event holds: the event

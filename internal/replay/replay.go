@@ -142,7 +142,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	sched0 := schedLatency()
 	defer r.pace()()
 	res := results.New(results.KindReplay, results.LatencyClient)
-	res.DryRun, res.Speed = r.opts.DryRun, r.opts.Speed
+	res.DryRun, res.Speed, res.Pooled = r.opts.DryRun, r.opts.Speed, r.opts.Pool
 	res.StartedAt = results.Time(r.began.UnixMicro())
 	if r.opts.Sessions.engine(r.sched.Paced(), r.opts.DryRun, runtime.GOMAXPROCS(0)) {
 		for range r.opts.engines() {

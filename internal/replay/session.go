@@ -78,6 +78,16 @@ type session struct {
 	// client (dispatcher.takeClient), told when it exits; under wmu.
 	freed *freedClient
 
+	// In a pooled replay (pool.go): pool is a worker's; pooled the
+	// dispatcher's state of a logical session, runner the worker that
+	// runs a unit of it now, early the items done out of order and
+	// final how many the log ended it after (0: not yet), under wmu.
+	pool   *pool
+	pooled *pooledUnit
+	runner atomic.Pointer[session]
+	early  map[int64]bool
+	final  int64
+
 	// Synchronization (sync.go): sx is the dispatcher's; startWait is
 	// what the session waits for before it starts, at speed 0; pid is
 	// the backend of its connection and waitingOn what it waits for,
@@ -257,6 +267,10 @@ func (s *session) run() {
 	s.pass()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	if s.pool != nil {
+		s.runPool(timer)
+		return
+	}
 	if !s.startWait.None() {
 		s.block(func() { s.syncWait(s.startWait, nil, timer, true) })
 	}
@@ -314,19 +328,15 @@ func (s *session) done(it item) {
 	}
 	s.r.budget.release(it.size)
 	s.r.c.completions.Add(1)
+	if o := it.owner; o != nil {
+		// A pooled replay's: counted on its logical session.
+		o.complete(it.seq)
+		return
+	}
 	c := s.completed.Add(1)
 	if s.hasWaiters.Load() {
 		s.wmu.Lock()
-		kept := s.waiters[:0]
-		for _, w := range s.waiters {
-			if w.n <= c {
-				close(w.ch)
-			} else {
-				kept = append(kept, w)
-			}
-		}
-		s.waiters = kept
-		s.hasWaiters.Store(len(kept) > 0)
+		s.wakeLocked(c)
 		s.wmu.Unlock()
 	}
 }

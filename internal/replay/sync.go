@@ -688,7 +688,7 @@ func (a *awaited) progress() uint64 {
 			break
 		}
 		sum += uint64(o.completed.Load())
-		a = o.waitingOn.Load()
+		a = o.live().waitingOn.Load()
 	}
 	return sum
 }
@@ -1110,8 +1110,10 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 		from *session
 		via  *awaited
 	}
-	reached := map[*session]step{aw.owner: {waiter, aw}}
-	stack := []*session{aw.owner}
+	// A logical session of a pooled replay is followed to the worker
+	// that runs its unit (session.live).
+	reached := map[*session]step{aw.owner.live(): {waiter, aw}}
+	stack := []*session{aw.owner.live()}
 	seen := map[*session]bool{}
 	// confirm walks the cycle back from the waiter to itself.
 	confirm := func() bool {
@@ -1137,17 +1139,18 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 		if a := n.waitingOn.Load(); a != nil && a.owner == nil && a.tx != nil && a.pending() {
 			remoteAt = max(remoteAt, a.tx.At())
 		} else if a != nil && a.owner != nil && a.pending() {
-			if a.owner == waiter {
+			o := a.owner.live()
+			if o == waiter {
 				reached[waiter] = step{n, a}
 				if confirm() {
 					return true, stuck, remoteAt
 				}
 				continue
 			}
-			if _, ok := reached[a.owner]; !ok {
-				reached[a.owner] = step{n, a}
+			if _, ok := reached[o]; !ok {
+				reached[o] = step{n, a}
 			}
-			stack = append(stack, a.owner)
+			stack = append(stack, o)
 		}
 		pid := n.pid.Load()
 		if pid == 0 {
@@ -1212,8 +1215,13 @@ func (sr *syncRun) lockBlockers(pid, wpid uint32, edges map[uint32][]uint32) (ou
 // commit was doing when a wait gave up at its timeout.
 func (sr *syncRun) timeoutCause(waiter *session, aw *awaited, unchecked bool) string {
 	o := aw.owner
+	if o != nil {
+		o = o.live()
+	}
 	switch {
-	case o == nil:
+	case o == nil, o.pooled != nil:
+		// (A pooled replay's logical session that no worker runs:
+		// its unit waits for one.)
 		return SyncCauseBehind
 	case o.pid.Load() == 0:
 		return SyncCauseReconnecting

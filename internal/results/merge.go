@@ -406,17 +406,30 @@ func timelineErr(r *Result, err error) error {
 	return fmt.Errorf("cannot merge the timeline of %s: %w", r.Name(), err)
 }
 
+// sameReplays refuses to merge replays run otherwise: at other speeds,
+// a dry run with one that ran, a pooled replay with one that was not.
+func sameReplays(a, b *Result) error {
+	x, y := a.Replay, b.Replay
+	switch {
+	case x.Speed != y.Speed:
+		return fmt.Errorf("cannot merge %s with %s: replays at different speeds (%g and %g)", a.Name(), b.Name(), x.Speed, y.Speed)
+	case x.DryRun != y.DryRun:
+		return fmt.Errorf("cannot merge %s with %s: only one is a dry run", a.Name(), b.Name())
+	case x.Pooled != y.Pooled:
+		return fmt.Errorf("cannot merge %s with %s: only one replayed its sessions as a pool (--pool)", a.Name(), b.Name())
+	}
+	return nil
+}
+
 func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	x, y := a.Replay, b.Replay
-	if x.Speed != y.Speed {
-		return nil, fmt.Errorf("cannot merge %s with %s: replays at different speeds (%g and %g)", a.Name(), b.Name(), x.Speed, y.Speed)
-	}
-	if x.DryRun != y.DryRun {
-		return nil, fmt.Errorf("cannot merge %s with %s: only one is a dry run", a.Name(), b.Name())
+	if err := sameReplays(a, b); err != nil {
+		return nil, err
 	}
 	m := &Replay{
 		DryRun:           x.DryRun,
 		Speed:            x.Speed,
+		Pooled:           x.Pooled,
 		StartedAt:        minTime(x.StartedAt, y.StartedAt),
 		EndedAt:          max(x.EndedAt, y.EndedAt),
 		ClientCPUSeconds: x.ClientCPUSeconds + y.ClientCPUSeconds,

@@ -166,6 +166,9 @@ type Result struct {
 type Replay struct {
 	DryRun bool    `json:"dry_run,omitempty"`
 	Speed  float64 `json:"speed"`
+	// Pooled: each user's, database's and application's sessions were
+	// replayed as their application's connection pool (replay.Options.Pool).
+	Pooled bool `json:"pooled,omitempty"`
 	// StartedAt and EndedAt are the wall-clock times the replay ran
 	// between; WallSeconds is the time between them.
 	StartedAt   Time    `json:"started_at,omitzero"`

@@ -268,6 +268,10 @@ func TestMergeRefuses(t *testing.T) {
 	fast.Speed = 0
 	server := build(t, cs, func(call) bool { return true }, true)
 	server.LatencySource = LatencyServerLog
+	pooled := build(t, cs, func(call) bool { return true }, true)
+	pooled.Pooled = true
+	dry := build(t, cs, func(call) bool { return true }, true)
+	dry.DryRun = true
 	for _, tc := range []struct {
 		a, b *Result
 		want string
@@ -275,6 +279,8 @@ func TestMergeRefuses(t *testing.T) {
 		{a, r, "different kinds"},
 		{r, fast, "different speeds"},
 		{r, server, "different places"},
+		{r, pooled, "only one replayed its sessions as a pool"},
+		{r, dry, "only one is a dry run"},
 	} {
 		if _, err := Merge(tc.a, tc.b); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("merge: %v, want %q", err, tc.want)

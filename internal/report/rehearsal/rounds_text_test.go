@@ -54,7 +54,16 @@ func TestRehearseThrottledText(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("stretched, within the window:\n%q\nwant\n%q", b.String(), want)
 	}
-	out.Throttle.Throttled = false
+	// A pooled replay's rounds wait for its connections, as the
+	// application's would have.
+	out.Throttle.Candidate.Pooled, out.Throttle.Throttled = true, false // as rehearse.Throttling has it
+	b.Reset()
+	WriteThrottled(&b, out)
+	want = "BEHIND: the candidate could not keep up with the log's pace: its rounds stretched 1.60x against the control's 1.01x (medians), each transaction waiting for a free connection of its application's pool, as the application's would have\n\n"
+	if b.String() != want {
+		t.Errorf("stretched, pooled:\n%q\nwant\n%q", b.String(), want)
+	}
+	out.Throttle.Stretched = false
 	b.Reset()
 	WriteThrottled(&b, out)
 	if b.Len() != 0 {
