@@ -315,7 +315,7 @@ func (s *session) runPool(timer *time.Timer) {
 	}
 	if r.stopped() {
 		for _, u := range s.pool.drain() {
-			s.skipUnit(u)
+			s.skipQueued(u.q)
 		}
 	}
 }
@@ -342,14 +342,15 @@ func (s *session) runUnit(u *unit, timer *time.Timer) {
 	}
 	s.logTx, s.skipTx, s.blockCause, s.blockBaked, s.blockReach = false, "", "", false, nil
 	if r.stopped() {
-		s.skipUnit(u)
+		s.skipQueued(u.q)
 	}
 }
 
-// skipUnit counts what is still queued in u as not run: the replay stops.
-func (s *session) skipUnit(u *unit) {
+// skipQueued counts what is still queued in q as not run: the replay
+// stops.
+func (s *session) skipQueued(q *queue) {
 	for {
-		it, ok, _ := u.q.tryPop()
+		it, ok, _ := q.tryPop()
 		if !ok {
 			return
 		}

@@ -287,17 +287,7 @@ func (s *session) run() {
 		s.done(it)
 	}
 	// Told to stop: what is still queued will not run.
-	for {
-		it, ok, _ := s.q.tryPop()
-		if !ok {
-			break
-		}
-		s.faultSkip = false
-		if it.ev.IsExecution() {
-			s.skipEvent(it.ev, r.stopReason())
-		}
-		s.done(it)
-	}
+	s.skipQueued(s.q)
 }
 
 func (s *session) done(it item) {
