@@ -363,7 +363,9 @@ func (s *session) skipQueued(q *queue) {
 }
 
 // live is the session that runs s's statements now: its worker, for the
-// logical session of a pooled replay while one runs a unit of it; else s.
+// logical session of a pooled replay while one runs a unit of it (the
+// one that began last, when a session that fell behind has two running
+// at once); else s.
 func (s *session) live() *session {
 	if w := s.runner.Load(); w != nil {
 		return w
