@@ -79,10 +79,13 @@ type capacitySide struct {
 type capacityResult struct {
 	// SLO is the truth's, headroom's (--slo in -headroom-args, or its
 	// default).
-	SLO      string         `json:"slo,omitempty"`
-	Sides    []capacitySide `json:"sides"`
-	Headroom []string       `json:"headroom_command"`
-	ExitCode int            `json:"headroom_exit_code"`
+	SLO string `json:"slo,omitempty"`
+	// ClientsScaled: each step at k ran k times the clients
+	// (-capacity-clients).
+	ClientsScaled bool           `json:"clients_scaled,omitempty"`
+	Sides         []capacitySide `json:"sides"`
+	Headroom      []string       `json:"headroom_command"`
+	ExitCode      int            `json:"headroom_exit_code"`
 }
 
 // withinRatio is the acceptance's 20%: headroom's estimate over the
@@ -268,6 +271,16 @@ func quantile(sorted []float64, p float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
+// stepClients is the application's clients in the capacity's step at k:
+// -clients, or with -capacity-clients k times them (rounded up), as a
+// fold of k slices replays k times the sessions.
+func (o options) stepClients(k float64) int {
+	if !o.capacityClients {
+		return o.clients
+	}
+	return int(math.Ceil(k * float64(o.clients)))
+}
+
 // capacitySLO is headroom's SLO as -headroom-args gives it (--slo), or
 // its default.
 func capacitySLO(headroomArgs []string) (judge.SLO, error) {
@@ -288,7 +301,7 @@ func capacitySearch(ctx context.Context, o options, a *application, c change, di
 	if err != nil {
 		return nil, err
 	}
-	res := &capacityResult{SLO: slo.String()}
+	res := &capacityResult{SLO: slo.String(), ClientsScaled: o.capacityClients}
 	if err := os.MkdirAll(filepath.Join(dir, "capacity"), 0o755); err != nil {
 		return nil, err
 	}
@@ -303,7 +316,7 @@ func capacitySearch(ctx context.Context, o options, a *application, c change, di
 				return capacityStep{}, judge.Measurement{}, err
 			}
 			prefix := filepath.Join(dir, "capacity", fmt.Sprintf("%s-%02d-k%g", side, n, k))
-			tps, _, err := runApp(ctx, clusters[i], a, scripts, appRun{clients: o.clients, threads: o.threads, rate: asked, duration: o.duration, logPrefix: prefix})
+			tps, _, err := runApp(ctx, clusters[i], a, scripts, appRun{clients: o.stepClients(k), threads: o.threads, rate: asked, duration: o.duration, logPrefix: prefix})
 			if err != nil {
 				return capacityStep{}, judge.Measurement{}, err
 			}
@@ -407,6 +420,9 @@ func (r *capacityResult) lines() []string {
 		}
 		fc := answerText(s.Headroom)
 		head := fmt.Sprintf("capacity, %s (times the application's rate): ", s.Side)
+		if r.ClientsScaled {
+			head = fmt.Sprintf("capacity, %s (times the application's rate and clients): ", s.Side)
+		}
 		if s.Truth == nil {
 			lines = append(lines, head+fmt.Sprintf("true %s; headroom %s", tp, fc))
 			continue

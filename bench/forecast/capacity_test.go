@@ -260,3 +260,17 @@ func TestThroughputCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestStepClients: the capacity's truth keeps -clients at every k, or
+// with -capacity-clients runs k times them, rounded up.
+func TestStepClients(t *testing.T) {
+	for _, tc := range []struct {
+		scaled bool
+		k      float64
+		want   int
+	}{{false, 3, 8}, {true, 1, 8}, {true, 1.5, 12}, {true, 2.1, 17}} {
+		if got := (options{clients: 8, capacityClients: tc.scaled}).stepClients(tc.k); got != tc.want {
+			t.Errorf("scaled %v, k %v: %d clients, want %d", tc.scaled, tc.k, got, tc.want)
+		}
+	}
+}

@@ -111,7 +111,10 @@ type options struct {
 	// change's truth, up to capacityMaxK, headroom with headroomArgs.
 	capacity     bool
 	capacityMaxK float64
-	headroomArgs []string
+	// capacityClients scales the application's clients with k in the
+	// capacity's truth (stepClients).
+	capacityClients bool
+	headroomArgs    []string
 	// pool replays the applications that keep their connections with
 	// --pool (poolArgs).
 	pool bool
@@ -137,6 +140,7 @@ func main() {
 	flag.BoolVar(&o.pool, "pool", false, "rehearse and headroom replay the applications that keep their connections (all but percall, which connects for each transaction) with --pool: pgbench hands a transaction due to the first free client of its thread, as an application's pool does")
 	flag.BoolVar(&o.capacity, "capacity", false, "also find each application's capacity on control and candidate: the largest arrival rate (times its rate) at which it keeps headroom's SLO (--slo in -headroom-args, or its default; each transaction type's p95 against its own at 1x, 3 rounds there, bisected as headroom does), and the first at which it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms); and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast, and their ratio")
 	flag.Float64Var(&o.capacityMaxK, "capacity-max-k", 8, "the largest load factor the capacity tries (and headroom's --max-k)")
+	flag.BoolVar(&o.capacityClients, "capacity-clients", false, "the capacity's truth at k runs k times the clients (rounded up) as well as k times the rate, as headroom's steps by fold run k times the sessions (false: -clients at every k, as by speed)")
 	flag.DurationVar(&o.headroomLog, "headroom-log", 0, "with -capacity, how long production's log for headroom lasts, recorded apart from the rehearsal's (0: four times -duration): headroom's steps last its span over k (--by speed and --by fold alike) and the truth's -duration; from the rehearsal's 10 s log the shop's steps at 3x lasted 3.4 s and headroom read twice its capacity (docs/headroom.md)")
 	headroomArgs := flag.String("headroom-args", "", "headroom's other flags with -capacity, split at spaces (no quoting)")
 	changeList := flag.String("changes", strings.Join(changeNames(), ","), "the changes to try, comma-separated: "+strings.Join(changeNames(), ", "))
