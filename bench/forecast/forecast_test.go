@@ -37,6 +37,7 @@ func TestRenderStoredRun(t *testing.T) {
 		"server  order insert         0.98x (0.69x-2.22x)     1.03x (0.30x-1.50x)     yes yes     1.05   -0.002 / 0.004        unchanged  ok",
 		"app     order insert         3.05x (2.42x-3.38x)     n/a                     no - -      2.289 / -             unchanged  not flagged",
 		"throughput (candidate/control): true 1.00 (1.00-1.00), forecast 0.63 (0.59-0.74) statements/s",
+		"throughput forecast within 15% of the truth in 0 of 1 changes, inside the truth's round pairs in 0 of 1",
 		"replay span (median over rounds): control 5.2 s, candidate 8.2 s; sync object waits summed: control 7.5 s, candidate 27.6 s; the application ran 5s a round",
 		"forecast (90% interval)",
 		"time per call outside the server's work on the control, ms (the replay's round trip / the application's): lookup by email n/a / 1.213,",

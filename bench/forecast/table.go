@@ -80,7 +80,15 @@ type tally struct {
 	perfectRows map[string]int
 	// within counts, by level, the rows withinNoise (of perfectRows).
 	within map[string]int
+	// tpChanges counts the changes with both throughputs; tpWithin those
+	// whose forecast is within throughputWithin of the truth, tpInRange
+	// those whose forecast lies within the truth's round pairs.
+	tpChanges, tpWithin, tpInRange int
 }
+
+// throughputWithin is the acceptance's 15% on the throughput: the
+// forecast over the truth within 1/1.15-1.15.
+const throughputWithin = 1.15
 
 // median returns the median of v (0 for none).
 func median(v []float64) float64 {
@@ -362,6 +370,15 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 	fr, flo, fhi := d.throughput()
 	fmt.Fprintf(w, "\nthroughput (candidate/control): true %.2f (%.2f-%.2f), forecast %.2f (%.2f-%.2f) statements/s\n",
 		tr, tlo, thi, fr, flo, fhi)
+	if tr > 0 && fr > 0 {
+		t.tpChanges++
+		if x := fr / tr; x >= 1/throughputWithin && x <= throughputWithin {
+			t.tpWithin++
+		}
+		if fr >= tlo && fr <= thi {
+			t.tpInRange++
+		}
+	}
 	fmt.Fprintf(w, "%s; the application ran %s a round\n", d.replayLine(), o.Duration)
 	fmt.Fprintf(w, "%s\n", o.overheadLine(d))
 	if o.Capacity != nil {
@@ -482,6 +499,12 @@ func (t *tally) summary(w io.Writer) {
 	if n := t.nextRows[levelServer] + t.nextRows[levelApp]; n > 0 {
 		fmt.Fprintf(w, "rows inside the interval of the application's next run (never judged) %d of %d (server %d of %d, app %d of %d)\n",
 			t.insideNext[levelServer]+t.insideNext[levelApp], n, t.insideNext[levelServer], t.nextRows[levelServer], t.insideNext[levelApp], t.nextRows[levelApp])
+	}
+	if t.tpChanges > 0 {
+		// At a saturated candidate the truth's own rounds range wider
+		// than 15% (bench/results/2026-11-29-pool.md).
+		fmt.Fprintf(w, "throughput forecast within 15%% of the truth in %d of %d changes, inside the truth's round pairs in %d of %d\n",
+			t.tpWithin, t.tpChanges, t.tpInRange, t.tpChanges)
 	}
 	if n := t.perfectRows[levelServer] + t.perfectRows[levelApp]; n > 0 {
 		fmt.Fprintf(w, "the truth's own noise: a forecast exactly as good as its intervals claim would hold the measured truth in about %.1f of %d rows "+
