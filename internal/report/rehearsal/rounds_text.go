@@ -138,8 +138,9 @@ func writeLoadGiven(w io.Writer, t *rehearse.Throttle) {
 // load than the application gave, and its regressions are under-stated.
 func WriteThrottled(w io.Writer, out *rehearse.Outcome) {
 	t := out.Throttle
-	if t != nil && !t.Throttled && t.Stretched {
-		// Pooled (rehearse.Throttling).
+	if t != nil && t.Stretched && t.Candidate.Pooled && !t.WaitsDominate {
+		// Not throttled: a pool's transactions wait for a connection
+		// as the application's would have (rehearse.Throttling).
 		fmt.Fprintf(w, "BEHIND: the candidate could not keep up with the log's pace: its rounds stretched %s against the control's %s (medians), each transaction waiting for a free connection of its application's pool, as the application's would have\n\n",
 			stretchText(t.Candidate.StretchMedian), stretchText(t.Control.StretchMedian))
 		return
